@@ -1,0 +1,52 @@
+/* Counters printed by GAIA_STATS (DESIGN §6). One table: the X-macro below
+ * names every counter, its unit and one line of meaning. Counters are
+ * relaxed atomics: cheap enough for the fault path. */
+#ifndef GAIA_STATS_H
+#define GAIA_STATS_H
+
+#include <stdint.h>
+
+#define GAIA_STATS_TABLE(X)                                                          \
+	X(managed_mappings, "mappings", "file mappings the shim managed")            \
+	X(cpu_faults, "faults", "CPU first-touch faults handled or populated")      \
+	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \
+	X(readahead_hits, "pages", "accesses that found their page populated")      \
+	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
+	X(device_dirty_pages, "pages", "pages a device wrote, found by diffing")     \
+	X(h2d_bytes, "bytes", "bytes uploaded to devices")                          \
+	X(h2d_transfers, "transfers", "upload transfers")                           \
+	X(d2h_bytes, "bytes", "bytes downloaded from devices")                      \
+	X(d2h_transfers, "transfers", "download transfers")                         \
+	X(merged_pages, "pages", "pages merged (3-way) into another replica")       \
+	X(conflict_bytes, "bytes", "bytes written by two replicas between syncs")   \
+	X(writeback_pages, "pages", "pages written back to the file")               \
+	X(published_pages, "pages", "page versions published to the shared table")  \
+	X(acquires, "calls", "acquire operations")                                  \
+	X(releases, "calls", "release operations")                                  \
+	X(acquire_ns, "ns", "time spent in acquire")                                \
+	X(release_ns, "ns", "time spent in release")
+
+enum gaia_stat {
+#define GAIA_STAT_ENUM(name, unit, doc) GAIA_STAT_##name,
+	GAIA_STATS_TABLE(GAIA_STAT_ENUM)
+#undef GAIA_STAT_ENUM
+	GAIA_STAT_COUNT
+};
+
+/* Adds n to a counter: one relaxed atomic add, safe from any thread and
+ * from the fault path. Out-of-range s is ignored (stats_get returns 0). */
+void stats_add(enum gaia_stat s, uint64_t n);
+uint64_t stats_get(enum gaia_stat s);
+/* The counter's name and unit from the table; NULL for a value outside
+ * the enum. */
+const char *stats_name(enum gaia_stat s);
+const char *stats_unit(enum gaia_stat s);
+/* Zeroes every counter (each store is atomic; the set as a whole is not a
+ * snapshot against concurrent adds). */
+void stats_reset(void);
+/* Writes one line per counter ("gaia: <name> <value> <unit>") to fd with
+ * write(2), formatting on the stack: safe in a preloaded library at exit.
+ * Returns 0 or -errno. */
+int stats_print(int fd);
+
+#endif
