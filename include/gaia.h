@@ -1,0 +1,46 @@
+/* The GAIA shim's explicit calls (GAIA paper, §4: macquire/mrelease).
+ *
+ * Unmodified programs never need them: under LD_PRELOAD=libgaia.so the
+ * shim inserts acquire and release at kernel launches, host syncs, msync,
+ * munmap and exit. Programs that want finer control, and tests, call them
+ * directly. Link with -lgaia, or look them up with dlsym(RTLD_DEFAULT, ...)
+ * to run both with and without the shim.
+ *
+ * Every function returns 0, or -1 with errno set:
+ *   EINVAL  addr is not page aligned or len is 0;
+ *   ENOENT  no managed mapping overlaps [addr, addr+len);
+ *   ENODEV  device is not GAIA_CPU and no such device replica exists.
+ */
+#ifndef GAIA_H
+#define GAIA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU replica, as a device argument. Devices are CUDA ordinals >= 0. */
+#define GAIA_CPU (-1)
+
+/* Acquire: make `device`'s replica of the managed mappings overlapping
+ * [addr, addr+len) current (for the CPU: learn the pages other processes
+ * changed, from the shared version table). */
+int gaia_macquire(void *addr, size_t len, int device);
+
+/* Release: publish `device`'s writes to the managed mappings overlapping
+ * [addr, addr+len) (for the CPU: collect the pages written since the last
+ * release, give them new versions and publish them). */
+int gaia_mrelease(void *addr, size_t len, int device);
+
+/* The CPU replica's version of each page of [addr, addr+len): one entry per
+ * 4 KiB page; 0 for pages outside any managed mapping. Versions change only
+ * at releases, so a page whose version moved was written in between. */
+int gaia_mversion(const void *addr, size_t len, uint32_t *versions);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

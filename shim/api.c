@@ -1,0 +1,50 @@
+/* The explicit calls of include/gaia.h. */
+#include <errno.h>
+
+#include "gaia.h"
+#include "shim.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+static int check_range(const void *addr, size_t len, int device)
+{
+	if (((uintptr_t)addr & (GAIA_PAGE - 1)) || !len)
+		return -EINVAL;
+	if (device != GAIA_CPU)
+		return -ENODEV; /* no device replicas in this process */
+	return mapping_overlaps(addr, len) ? 0 : -ENOENT;
+}
+
+static int to_libc(int rc)
+{
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}
+
+GAIA_EXPORT int gaia_macquire(void *addr, size_t len, int device)
+{
+	/* The CPU replica is the page cache: other processes' changes are
+	 * already there, so a CPU acquire has nothing to move. */
+	return to_libc(check_range(addr, len, device));
+}
+
+GAIA_EXPORT int gaia_mrelease(void *addr, size_t len, int device)
+{
+	int rc = check_range(addr, len, device);
+	if (!rc) {
+		gaia_in_shim++;
+		rc = mapping_release_range(addr, len);
+		gaia_in_shim--;
+	}
+	return to_libc(rc);
+}
+
+GAIA_EXPORT int gaia_mversion(const void *addr, size_t len, uint32_t *versions)
+{
+	if (!versions)
+		return to_libc(-EINVAL);
+	return to_libc(mapping_versions(addr, len, versions));
+}

@@ -1,0 +1,127 @@
+/* Interposed memory calls: mmap, munmap, mremap, mprotect, msync, madvise.
+ * Each forwards to libc; around it, the managed-mapping bookkeeping
+ * (mapping.c). Calls on memory the shim does not manage cost one check. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset)
+{
+	if (gaia_in_shim)
+		return REAL(mmap)(addr, len, prot, flags, fd, offset);
+	char path[PATH_MAX];
+	bool wanted = mapping_wanted(__builtin_return_address(0), len, prot, flags, fd, path,
+				     sizeof(path));
+	/* MAP_FIXED replaces whatever was there: a release point for it. */
+	if ((flags & MAP_FIXED) && mapping_overlaps(addr, len))
+		mapping_forget_range(addr, len);
+	void *p = REAL(mmap)(addr, len, prot, flags, fd, offset);
+	if (p != MAP_FAILED && wanted) {
+		int saved = errno;
+		gaia_in_shim++;
+		mapping_adopt(p, len, prot, flags, fd, offset, path);
+		gaia_in_shim--;
+		errno = saved;
+	}
+	return p;
+}
+
+GAIA_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t offset)
+	__attribute__((alias("mmap")));
+
+GAIA_EXPORT int munmap(void *addr, size_t len)
+{
+	if (!gaia_in_shim && mapping_overlaps(addr, len)) {
+		gaia_in_shim++;
+		mapping_forget_range(addr, len);
+		gaia_in_shim--;
+	}
+	return REAL(munmap)(addr, len);
+}
+
+/* A moved or resized mapping is forgotten (its writes released) and the
+ * new range taken on afresh: userfaultfd registration does not follow a
+ * move without UFFD_FEATURE_EVENT_REMAP, and the versions restart. */
+GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *new_addr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1))
+		return REAL(mremap)(old, old_len, new_len, flags, new_addr);
+	gaia_in_shim++;
+	struct mapping_origin origin;
+	bool known = mapping_origin_at(old, &origin);
+	mapping_forget_range(old, old_len);
+	if ((flags & MREMAP_FIXED) && mapping_overlaps(new_addr, new_len))
+		mapping_forget_range(new_addr, new_len);
+	void *p = REAL(mremap)(old, old_len, new_len, flags, new_addr);
+	int saved = errno;
+	if (known) {
+		if (p != MAP_FAILED)
+			mapping_adopt(p, new_len, origin.prot, origin.flags, origin.fd, origin.offset,
+				      origin.path);
+		else
+			mapping_adopt(old, old_len, origin.prot, origin.flags, origin.fd,
+				      origin.offset, origin.path);
+		mapping_origin_free(&origin);
+	}
+	gaia_in_shim--;
+	errno = saved;
+	return p;
+}
+
+GAIA_EXPORT int msync(void *addr, size_t len, int flags)
+{
+	if (!gaia_in_shim && mapping_any()) {
+		int saved = errno;
+		gaia_in_shim++;
+		mapping_release_range(addr, len);
+		gaia_in_shim--;
+		errno = saved;
+	}
+	return REAL(msync)(addr, len, flags);
+}
+
+static bool advice_discards(int advice)
+{
+	switch (advice) {
+	case MADV_DONTNEED:
+	case MADV_REMOVE:
+	case MADV_FREE:
+#ifdef MADV_PAGEOUT
+	case MADV_PAGEOUT:
+#endif
+#ifdef MADV_COLD
+	case MADV_COLD:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+GAIA_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+	if (gaia_in_shim || !advice_discards(advice) || !mapping_overlaps(addr, len))
+		return REAL(madvise)(addr, len, advice);
+	gaia_in_shim++;
+	mapping_before_discard(addr, len);
+	int rc = REAL(madvise)(addr, len, advice);
+	int saved = errno;
+	mapping_after_discard(addr, len);
+	gaia_in_shim--;
+	errno = saved;
+	return rc;
+}

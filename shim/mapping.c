@@ -1,0 +1,598 @@
+/* Managed file mappings: which mappings the shim takes on, their engine
+ * state (runtime/lrc.h), and the CPU's release at msync, munmap, fork and
+ * exit (DESIGN §3.1, §3.3).
+ *
+ * The CPU replica is the kernel's own mapping of the file: the shim never
+ * copies it. It registers the range for write tracking, gives every page a
+ * version, and at each release turns the pages the CPU wrote (from the
+ * tracker, and from write()/pwrite() on the file) into new versions.
+ *
+ * Locking: one mutex (`lock`) orders every change to the set of mappings
+ * and every engine call; the region table's own read lock serves address
+ * lookups that need no engine state.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lrc.h"
+#include "region.h"
+#include "shim.h"
+#include "stats.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+struct gaia_mapping {
+	struct gaia_mapping *next;
+	struct lrc_region engine;
+	struct lrc_plan plan;
+	uintptr_t start;  /* address of engine page 0 */
+	size_t len;
+	uint64_t offset;  /* file offset of engine page 0 */
+	int fd;           /* the shim's own descriptor of the file */
+	dev_t dev;
+	ino_t ino;
+	int prot, flags;
+	char path[];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct region_table regions;
+static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
+static struct gaia_mapping *mappings;
+static int mapping_count; /* read without the lock: a hint for the hooks */
+
+static void regions_init(void)
+{
+	if (region_table_init(&regions))
+		gaia_error("cannot initialise the region table: out of memory");
+}
+
+bool mapping_any(void)
+{
+	return __atomic_load_n(&mapping_count, __ATOMIC_RELAXED) > 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* --- which mappings are managed --- */
+
+/* GAIA_PATHS: ':'-separated globs, a leading '!' excludes; the first glob
+ * matching the path decides; a path no glob matches is managed only when
+ * every glob excludes (so "!*.so" alone means "everything but .so"). */
+static bool path_selected(const char *path)
+{
+	const char *globs = gaia_config()->paths;
+	if (!globs || !*globs)
+		return true;
+	bool only_excludes = true;
+	char glob[PATH_MAX];
+	for (const char *p = globs; *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		bool exclude = n && p[0] == '!';
+		size_t skip = exclude ? 1 : 0;
+		if (n - skip < sizeof(glob)) {
+			memcpy(glob, p + skip, n - skip);
+			glob[n - skip] = 0;
+			if (fnmatch(glob, path, 0) == 0)
+				return !exclude;
+		}
+		only_excludes = only_excludes && exclude;
+		p += n + (colon ? 1 : 0);
+	}
+	return only_excludes;
+}
+
+/* Mappings the CUDA libraries make for themselves are theirs. */
+static bool called_from_cuda(void *caller)
+{
+	Dl_info info;
+	if (!caller || !dladdr(caller, &info) || !info.dli_fname)
+		return false;
+	const char *base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return strncmp(base, "libcuda", 7) == 0 || strncmp(base, "libnv", 5) == 0 ||
+	       strncmp(base, "libcudart", 9) == 0;
+}
+
+bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char *path,
+		    size_t path_size)
+{
+	const struct gaia_env *cfg = gaia_config();
+	if (cfg->disable || fd < 0 || (flags & MAP_ANONYMOUS) || (prot & PROT_EXEC) || !len)
+		return false;
+	int type = flags & MAP_TYPE;
+	if (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE)
+		return false;
+	if ((unsigned long long)len < (unsigned long long)cfg->min_map_kb * 1024ull)
+		return false;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, path_size - 1);
+	if (n <= 0)
+		return false;
+	path[n] = 0;
+	/* memfd and POSIX shared-memory objects are memory, not files. */
+	if (strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0)
+		return false;
+	if (!path_selected(path))
+		return false;
+	return !called_from_cuda(caller);
+}
+
+/* --- creating and forgetting mappings --- */
+
+/* Populates the pages already in the page cache before registering: with
+ * write tracking on, the kernel maps nothing around a fault, so each first
+ * touch would cost a fault of its own (research: pagecache_wp.md). */
+static size_t populate_resident(void *addr, size_t len)
+{
+	size_t npages = len / GAIA_PAGE, populated = 0;
+	unsigned char *vec = malloc(npages ? npages : 1);
+	if (!vec || mincore(addr, len, vec)) {
+		free(vec);
+		return 0;
+	}
+	for (size_t p = 0; p < npages;) {
+		if (!(vec[p] & 1)) {
+			p++;
+			continue;
+		}
+		size_t q = p;
+		while (q < npages && (vec[q] & 1))
+			q++;
+		if (REAL(madvise)((char *)addr + p * GAIA_PAGE, (q - p) * GAIA_PAGE,
+				  MADV_POPULATE_READ) == 0)
+			populated += q - p;
+		p = q;
+	}
+	free(vec);
+	return populated;
+}
+
+void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
+		   const char *path)
+{
+	static int tracker_failed_once, register_failed_once;
+	pthread_once(&regions_once, regions_init);
+	if (tracker_init()) {
+		gaia_log_once(&tracker_failed_once, GAIA_LOG_INFO,
+			      "no CPU write tracking: %s passes through unmanaged", path);
+		return;
+	}
+	len = (len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1);
+	struct stat st;
+	if (fstat(fd, &st))
+		return;
+	size_t populated = populate_resident(addr, len);
+	int rc = tracker_register(addr, len);
+	if (rc) {
+		gaia_log_once(&register_failed_once, GAIA_LOG_WARN,
+			      "cannot track writes to the mapping of %s (%zu bytes): %s; it and "
+			      "mappings like it pass through unmanaged", path, len, strerror(-rc));
+		return;
+	}
+	size_t path_len = strlen(path);
+	struct gaia_mapping *m = calloc(1, sizeof(*m) + path_len + 1);
+	if (!m)
+		return;
+	memcpy(m->path, path, path_len + 1);
+	m->start = (uintptr_t)addr;
+	m->len = len;
+	m->offset = (uint64_t)offset;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->prot = prot;
+	m->flags = flags;
+	m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	unsigned engine_flags = ((prot & PROT_WRITE) ? LRC_WRITABLE : 0) |
+				((flags & MAP_TYPE) == MAP_PRIVATE ? 0 : LRC_SHARED);
+	struct region r = {.start = m->start, .end = m->start + len, .file_offset = m->offset,
+			   .st_dev = st.st_dev, .st_ino = st.st_ino, .prot = prot, .flags = flags,
+			   .owner = m, .owner_page = 0};
+	pthread_mutex_lock(&lock);
+	if (m->fd < 0 || lrc_region_init(&m->engine, len / GAIA_PAGE, engine_flags) ||
+	    region_insert(&regions, &r)) {
+		pthread_mutex_unlock(&lock);
+		gaia_warn("cannot manage the mapping of %s at %p: out of memory or overlap; it "
+			  "passes through unmanaged", path, addr);
+		if (m->fd >= 0)
+			close(m->fd);
+		lrc_region_destroy(&m->engine);
+		free(m);
+		return;
+	}
+	m->next = mappings;
+	mappings = m;
+	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lock);
+	stats_add(GAIA_STAT_managed_mappings, 1);
+	stats_add(GAIA_STAT_readahead_pages, populated);
+	gaia_info("managing %s: %zu KiB at %p, file offset %lld, %s, %s; %zu resident pages "
+		  "populated", path, len / 1024, addr, (long long)offset,
+		  (flags & MAP_TYPE) == MAP_PRIVATE ? "MAP_PRIVATE" : "MAP_SHARED",
+		  (prot & PROT_WRITE) ? "read-write" : "read-only", populated);
+}
+
+static void destroy_mapping_locked(struct gaia_mapping *m)
+{
+	for (struct gaia_mapping **pp = &mappings; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	__atomic_sub_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	close(m->fd);
+	lrc_plan_free(&m->plan);
+	lrc_region_destroy(&m->engine);
+	free(m);
+}
+
+/* --- the CPU's release --- */
+
+static void mark_cpu_written(uintptr_t start, uintptr_t end, void *arg)
+{
+	struct gaia_mapping *m = arg;
+	uint64_t first = (start - m->start) / GAIA_PAGE, n = (end - start) / GAIA_PAGE;
+	lrc_cpu_wrote(&m->engine, first, n);
+}
+
+/* Asks the tracker for m's written pages (every live piece). */
+static void collect_one_locked(struct gaia_mapping *m)
+{
+	const struct range_set *live = &m->engine.live;
+	for (size_t i = 0; i < live->count; i++) {
+		uintptr_t a = m->start + live->items[i].first * GAIA_PAGE;
+		size_t n = (live->items[i].end - live->items[i].first) * GAIA_PAGE;
+		int rc = tracker_collect((void *)a, n, mark_cpu_written, m);
+		if (rc) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_ERROR,
+				      "collecting written pages of %s failed: %s; treating the "
+				      "whole mapping as written", m->path, strerror(-rc));
+			lrc_cpu_wrote(&m->engine, live->items[i].first,
+				      live->items[i].end - live->items[i].first);
+		}
+	}
+}
+
+/* Soft-dirty bits are per process: collect every mapping, then rearm. */
+static void collect_locked(struct gaia_mapping *m)
+{
+	if (tracker_mode() != TRACKER_SOFT_DIRTY) {
+		collect_one_locked(m);
+		return;
+	}
+	for (struct gaia_mapping *it = mappings; it; it = it->next)
+		collect_one_locked(it);
+	tracker_rearm();
+}
+
+static void run_plan_locked(struct gaia_mapping *m)
+{
+	for (size_t i = 0; i < m->plan.count; i++) {
+		const struct lrc_action *a = &m->plan.items[i];
+		if (a->kind == LRC_PUBLISH)
+			stats_add(GAIA_STAT_published_pages, a->npages);
+		/* Device actions appear only once a device holds pages. */
+	}
+	lrc_plan_reset(&m->plan);
+}
+
+static void release_locked(struct gaia_mapping *m)
+{
+	uint64_t t0 = now_ns();
+	collect_locked(m);
+	int rc = lrc_cpu_release(&m->engine, &m->plan);
+	uint64_t published = 0;
+	for (size_t i = 0; i < m->plan.count; i++)
+		if (m->plan.items[i].kind == LRC_PUBLISH)
+			published += m->plan.items[i].npages;
+	run_plan_locked(m);
+	if (rc)
+		gaia_error("release of %s failed: %s", m->path, strerror(-rc));
+	stats_add(GAIA_STAT_cpu_dirty_pages, published);
+	stats_add(GAIA_STAT_releases, 1);
+	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
+}
+
+/* The distinct mappings with a piece overlapping a range. */
+struct overlap_walk {
+	struct gaia_mapping **seen;
+	size_t nseen, capacity;
+	bool out_of_memory;
+};
+
+static int visit_overlap(const struct region *r, void *arg)
+{
+	struct overlap_walk *w = arg;
+	struct gaia_mapping *m = r->owner;
+	for (size_t i = 0; i < w->nseen; i++)
+		if (w->seen[i] == m)
+			return 0;
+	if (w->nseen == w->capacity) {
+		size_t cap = w->capacity ? w->capacity * 2 : 8;
+		struct gaia_mapping **seen = realloc(w->seen, cap * sizeof(*seen));
+		if (!seen) {
+			w->out_of_memory = true;
+			return 1;
+		}
+		w->seen = seen;
+		w->capacity = cap;
+	}
+	w->seen[w->nseen++] = m;
+	return 0;
+}
+
+static int for_each_overlapping_locked(const void *addr, size_t len,
+				       void (*fn)(struct gaia_mapping *m))
+{
+	struct overlap_walk w = {0};
+	pthread_once(&regions_once, regions_init);
+	region_for_each(&regions, (uintptr_t)addr, len, visit_overlap, &w);
+	if (w.out_of_memory)
+		gaia_error("out of memory walking the mappings at %p: some were not released", addr);
+	for (size_t i = 0; i < w.nseen; i++)
+		fn(w.seen[i]);
+	free(w.seen);
+	return (int)w.nseen;
+}
+
+bool mapping_overlaps(const void *addr, size_t len)
+{
+	if (!mapping_any())
+		return false;
+	struct overlap_walk w = {0};
+	pthread_once(&regions_once, regions_init);
+	region_for_each(&regions, (uintptr_t)addr, len, visit_overlap, &w);
+	free(w.seen);
+	return w.nseen > 0;
+}
+
+int mapping_release_range(const void *addr, size_t len)
+{
+	if (!mapping_any())
+		return -ENOENT;
+	pthread_mutex_lock(&lock);
+	int found = for_each_overlapping_locked(addr, len, release_locked);
+	pthread_mutex_unlock(&lock);
+	return found ? 0 : -ENOENT;
+}
+
+void mapping_release_all(void)
+{
+	pthread_mutex_lock(&lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next)
+		release_locked(m);
+	pthread_mutex_unlock(&lock);
+}
+
+/* --- pieces going away --- */
+
+struct removed_piece {
+	struct gaia_mapping *m;
+	uint64_t first, n;
+};
+
+/* Filled under the region table's write lock (no allocation may call back
+ * into the table; realloc does not). */
+struct removed_list {
+	struct removed_piece *items;
+	size_t count, capacity;
+	bool out_of_memory;
+};
+
+static void note_removed(const struct region *piece, void *arg)
+{
+	struct removed_list *l = arg;
+	if (l->count == l->capacity) {
+		size_t cap = l->capacity ? l->capacity * 2 : 8;
+		struct removed_piece *items = realloc(l->items, cap * sizeof(*items));
+		if (!items) {
+			l->out_of_memory = true;
+			return;
+		}
+		l->items = items;
+		l->capacity = cap;
+	}
+	l->items[l->count++] = (struct removed_piece){
+		piece->owner, piece->owner_page, (piece->end - piece->start) / GAIA_PAGE};
+}
+
+void mapping_forget_range(void *addr, size_t len)
+{
+	if (!mapping_any())
+		return;
+	uintptr_t start = (uintptr_t)addr & ~(GAIA_PAGE - 1);
+	size_t span = (((uintptr_t)addr + len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1)) - start;
+	pthread_mutex_lock(&lock);
+	/* munmap is a release point: what the CPU wrote there is published
+	 * before the pages go (the kernel keeps the bytes themselves). */
+	for_each_overlapping_locked((void *)start, span, release_locked);
+	struct removed_list removed = {0};
+	region_remove_range(&regions, start, span, note_removed, &removed);
+	if (removed.out_of_memory)
+		gaia_error("out of memory forgetting the mappings at %p: engine state leaks", addr);
+	for (size_t i = 0; i < removed.count; i++) {
+		struct gaia_mapping *m = removed.items[i].m;
+		lrc_drop(&m->engine, removed.items[i].first, removed.items[i].n, &m->plan);
+		run_plan_locked(m);
+		if (m->engine.live.count == 0)
+			destroy_mapping_locked(m);
+	}
+	free(removed.items);
+	pthread_mutex_unlock(&lock);
+}
+
+/* --- writes through the file --- */
+
+static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
+{
+	pthread_mutex_lock(&lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (m->dev != dev || m->ino != ino)
+			continue;
+		uint64_t a = offset > m->offset ? offset : m->offset;
+		uint64_t b = offset + len < m->offset + m->len ? offset + len : m->offset + m->len;
+		if (a >= b)
+			continue;
+		uint64_t first = (a - m->offset) / GAIA_PAGE;
+		uint64_t last = (b - m->offset + GAIA_PAGE - 1) / GAIA_PAGE;
+		lrc_cpu_wrote(&m->engine, first, last - first);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void mapping_file_written(int fd, off_t offset, size_t len)
+{
+	struct stat st;
+	if (!len || offset < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	file_pages_written(st.st_dev, st.st_ino, (uint64_t)offset, len);
+}
+
+void mapping_file_truncated(int fd, off_t old_size, off_t new_size)
+{
+	struct stat st;
+	if (old_size == new_size || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	off_t lo = old_size < new_size ? old_size : new_size;
+	off_t hi = old_size < new_size ? new_size : old_size;
+	lo &= ~(off_t)(GAIA_PAGE - 1);
+	file_pages_written(st.st_dev, st.st_ino, (uint64_t)lo, (uint64_t)(hi - lo));
+}
+
+/* --- discards (madvise) --- */
+
+static void collect_only_locked(struct gaia_mapping *m)
+{
+	collect_locked(m);
+}
+
+void mapping_before_discard(void *addr, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	for_each_overlapping_locked(addr, len, collect_only_locked);
+	pthread_mutex_unlock(&lock);
+}
+
+void mapping_after_discard(void *addr, size_t len)
+{
+	/* The discard itself wrote nothing: protect the range again. */
+	tracker_forget(addr, len);
+}
+
+/* --- fork --- */
+
+void mapping_before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+	/* The child starts with everything released: its own tracking begins
+	 * afresh at its first store. */
+	for (struct gaia_mapping *m = mappings; m; m = m->next)
+		release_locked(m);
+}
+
+void mapping_after_fork(bool child)
+{
+	if (!child) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	pthread_mutex_init(&lock, NULL);
+	pthread_rwlock_init(&regions.lock, NULL);
+	if (!mappings)
+		return;
+	if (tracker_reinit_after_fork()) {
+		/* Nothing can be tracked: forget every mapping (they stay mapped). */
+		while (mappings)
+			destroy_mapping_locked(mappings);
+		region_remove_range(&regions, 0, UINTPTR_MAX & ~(GAIA_PAGE - 1), NULL, NULL);
+		return;
+	}
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		const struct range_set *live = &m->engine.live;
+		for (size_t i = 0; i < live->count; i++) {
+			int rc = tracker_register((void *)(m->start + live->items[i].first * GAIA_PAGE),
+						  (live->items[i].end - live->items[i].first) * GAIA_PAGE);
+			if (rc)
+				gaia_error("after fork: cannot track writes to %s again: %s; its "
+					   "writes in this process may be missed", m->path, strerror(-rc));
+		}
+	}
+}
+
+/* --- remapping --- */
+
+bool mapping_origin_at(const void *addr, struct mapping_origin *out)
+{
+	struct region r;
+	pthread_once(&regions_once, regions_init);
+	pthread_mutex_lock(&lock);
+	bool found = region_find(&regions, (uintptr_t)addr, &r) == 0;
+	if (found) {
+		struct gaia_mapping *m = r.owner;
+		out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 3);
+		out->prot = m->prot;
+		out->flags = m->flags;
+		out->offset = (off_t)(m->offset + ((uintptr_t)addr - m->start));
+		snprintf(out->path, sizeof(out->path), "%s", m->path);
+		found = out->fd >= 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+void mapping_origin_free(struct mapping_origin *origin)
+{
+	if (origin->fd >= 0)
+		close(origin->fd);
+	origin->fd = -1;
+}
+
+/* --- introspection --- */
+
+int mapping_versions(const void *addr, size_t len, uint32_t *out)
+{
+	if (((uintptr_t)addr & (GAIA_PAGE - 1)) || !len)
+		return -EINVAL;
+	size_t npages = (len + GAIA_PAGE - 1) / GAIA_PAGE;
+	bool any = false;
+	pthread_once(&regions_once, regions_init);
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < npages; i++) {
+		struct region r;
+		uintptr_t a = (uintptr_t)addr + i * GAIA_PAGE;
+		out[i] = 0;
+		if (region_find(&regions, a, &r) == 0) {
+			struct gaia_mapping *m = r.owner;
+			out[i] = tsvt_version(&m->engine.tsvt, TSVT_CPU, (a - m->start) / GAIA_PAGE);
+			any = true;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return any ? 0 : -ENOENT;
+}

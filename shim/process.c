@@ -1,0 +1,60 @@
+/* Process events: fork, and exit (the last release and the counters). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "stats.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+/* The child gets the mappings (the kernel copies them) with everything the
+ * parent wrote already released; registration for write tracking does not
+ * follow a fork, so the child registers its managed ranges again. */
+GAIA_EXPORT pid_t fork(void)
+{
+	bool managed = !gaia_in_shim && mapping_any();
+	if (managed)
+		mapping_before_fork();
+	pid_t pid = REAL(fork)();
+	if (managed) {
+		int saved = errno;
+		mapping_after_fork(pid == 0);
+		errno = saved;
+	}
+	return pid;
+}
+
+static void print_stats(void)
+{
+	const char *dest = gaia_config()->stats;
+	if (!dest || !*dest || strcmp(dest, "0") == 0)
+		return;
+	int fd = 2;
+	if (strcmp(dest, "1") != 0) {
+		fd = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			gaia_error("GAIA_STATS=%s: cannot open: %s; counters not written", dest,
+				   strerror(errno));
+			return;
+		}
+	}
+	int rc = stats_print(fd);
+	if (rc)
+		gaia_error("GAIA_STATS=%s: writing the counters failed: %s", dest, strerror(-rc));
+	if (fd != 2)
+		close(fd);
+}
+
+/* Exit is a release point: what the CPU wrote is published before the
+ * process goes (the bytes themselves are the kernel's and stay). */
+__attribute__((destructor)) static void gaia_at_exit(void)
+{
+	gaia_in_shim++;
+	if (mapping_any())
+		mapping_release_all();
+	print_stats();
+	gaia_in_shim--;
+}

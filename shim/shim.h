@@ -1,0 +1,113 @@
+/* Internal interfaces of the preloaded library. Nothing here is exported:
+ * libgaia.map exports exactly the interposed libc names and gaia_*. */
+#ifndef GAIA_SHIM_H
+#define GAIA_SHIM_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "gaia_env.h"
+
+#define GAIA_PAGE 4096ul
+#define GAIA_HIDDEN __attribute__((visibility("hidden")))
+
+/* --- the real libc functions (real.c), resolved once with RTLD_NEXT --- */
+#define GAIA_REAL_FUNCS(X)                                                              \
+	X(mmap, void *, (void *, size_t, int, int, int, off_t))                         \
+	X(munmap, int, (void *, size_t))                                                \
+	X(mremap, void *, (void *, size_t, size_t, int, ...))                           \
+	X(mprotect, int, (void *, size_t, int))                                         \
+	X(msync, int, (void *, size_t, int))                                            \
+	X(madvise, int, (void *, size_t, int))                                          \
+	X(write, ssize_t, (int, const void *, size_t))                                  \
+	X(pwrite64, ssize_t, (int, const void *, size_t, off_t))                        \
+	X(writev, ssize_t, (int, const struct iovec *, int))                            \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                    \
+	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
+	X(ftruncate64, int, (int, off_t))                                               \
+	X(fork, pid_t, (void))
+
+struct gaia_real {
+#define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;
+	GAIA_REAL_FUNCS(GAIA_REAL_FIELD)
+#undef GAIA_REAL_FIELD
+};
+GAIA_HIDDEN extern struct gaia_real gaia_real;
+/* Resolves every real function (once; safe to call from any hook). */
+GAIA_HIDDEN void gaia_real_resolve(void);
+#define REAL(name) (gaia_real.name ? gaia_real.name : (gaia_real_resolve(), gaia_real.name))
+
+/* --- configuration and logging (log.c) --- */
+GAIA_HIDDEN const struct gaia_env *gaia_config(void);
+GAIA_HIDDEN void gaia_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Logs only the first time `once` is seen set to 0 (then sets it). */
+GAIA_HIDDEN void gaia_log_once(int *once, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define gaia_error(...) gaia_log(GAIA_LOG_ERROR, __VA_ARGS__)
+#define gaia_warn(...) gaia_log(GAIA_LOG_WARN, __VA_ARGS__)
+#define gaia_info(...) gaia_log(GAIA_LOG_INFO, __VA_ARGS__)
+#define gaia_debug(...) gaia_log(GAIA_LOG_DEBUG, __VA_ARGS__)
+
+/* True while this thread runs shim code that may call hooked functions. */
+GAIA_HIDDEN extern __thread int gaia_in_shim __attribute__((tls_model("initial-exec")));
+
+/* --- CPU write tracking (tracker.c) --- */
+enum tracker_mode { TRACKER_NONE, TRACKER_UFFD_WP, TRACKER_SOFT_DIRTY };
+GAIA_HIDDEN enum tracker_mode tracker_mode(void);
+GAIA_HIDDEN const char *tracker_mode_name(enum tracker_mode mode);
+/* Chooses the mechanism (GAIA_DIRTY_TRACKING) on first use. */
+GAIA_HIDDEN int tracker_init(void);
+/* Starts tracking [addr, addr+len): from now on, only pages written after
+ * this call are reported. 0 or -errno. */
+GAIA_HIDDEN int tracker_register(void *addr, size_t len);
+/* Reports each run of pages of [addr, addr+len) written since the last
+ * collect (or the register), as fn(first byte, end byte, arg), and starts
+ * tracking afresh. In soft-dirty mode the bits are per process: callers
+ * collect every registered range before tracker_rearm(). */
+GAIA_HIDDEN int tracker_collect(void *addr, size_t len,
+				void (*fn)(uintptr_t start, uintptr_t end, void *arg), void *arg);
+/* After collecting every registered range: starts tracking afresh where
+ * the mechanism needs a separate step (soft-dirty: clear_refs). */
+GAIA_HIDDEN int tracker_rearm(void);
+/* Forgets what was written in [addr, addr+len) (e.g. after the shim's own
+ * stores, or an madvise that drops pages). */
+GAIA_HIDDEN int tracker_forget(void *addr, size_t len);
+/* In a forked child: the registration did not follow the fork. */
+GAIA_HIDDEN int tracker_reinit_after_fork(void);
+
+/* --- managed mappings (mapping.c) --- */
+GAIA_HIDDEN bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd,
+				char *path, size_t path_size);
+GAIA_HIDDEN void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
+			       const char *path);
+/* Before [addr, addr+len) goes away or changes (munmap, MAP_FIXED over it,
+ * mremap): releases the CPU's writes there and forgets the range. */
+GAIA_HIDDEN void mapping_forget_range(void *addr, size_t len);
+GAIA_HIDDEN bool mapping_overlaps(const void *addr, size_t len);
+GAIA_HIDDEN int mapping_release_range(const void *addr, size_t len);
+GAIA_HIDDEN void mapping_release_all(void);
+/* Bytes [offset, offset+len) of the file behind fd were written with
+ * write()/pwrite(): CPU writes of those pages of every mapping of it. */
+GAIA_HIDDEN void mapping_file_written(int fd, off_t offset, size_t len);
+GAIA_HIDDEN void mapping_file_truncated(int fd, off_t old_size, off_t new_size);
+GAIA_HIDDEN bool mapping_any(void);
+/* What a managed mapping at addr was made from, to take over a remapped
+ * range: a descriptor of its own (closed by mapping_origin_free). */
+struct mapping_origin {
+	int fd, prot, flags;
+	off_t offset; /* file offset of addr */
+	char path[4096];
+};
+GAIA_HIDDEN bool mapping_origin_at(const void *addr, struct mapping_origin *out);
+GAIA_HIDDEN void mapping_origin_free(struct mapping_origin *origin);
+GAIA_HIDDEN int mapping_versions(const void *addr, size_t len, uint32_t *out);
+GAIA_HIDDEN void mapping_before_fork(void);
+GAIA_HIDDEN void mapping_after_fork(bool child);
+GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
+GAIA_HIDDEN void mapping_after_discard(void *addr, size_t len);
+
+#endif
