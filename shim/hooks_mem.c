@@ -26,7 +26,7 @@ GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	if (p != MAP_FAILED && wanted) {
 		int saved = errno;
 		gaia_in_shim++;
-		mapping_adopt(p, len, prot, flags, fd, offset, path);
+		mapping_adopt(p, len, prot, flags, fd, offset, path, __builtin_return_address(0));
 		gaia_in_shim--;
 		errno = saved;
 	}
@@ -71,10 +71,10 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 	if (known) {
 		if (p != MAP_FAILED)
 			mapping_adopt(p, new_len, origin.prot, origin.flags, origin.fd, origin.offset,
-				      origin.path);
+				      origin.path, __builtin_return_address(0));
 		else
 			mapping_adopt(old, old_len, origin.prot, origin.flags, origin.fd,
-				      origin.offset, origin.path);
+				      origin.offset, origin.path, __builtin_return_address(0));
 		mapping_origin_free(&origin);
 	}
 	gaia_in_shim--;

@@ -172,8 +172,27 @@ static size_t populate_resident(void *addr, size_t len)
 	return populated;
 }
 
+/* "binary+0xoffset (symbol)" for a code address, for the log. */
+static void describe_caller(void *caller, char *buf, size_t size)
+{
+	Dl_info info;
+	if (!caller || !dladdr(caller, &info) || !info.dli_fname) {
+		snprintf(buf, size, "%p", caller);
+		return;
+	}
+	const char *base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	if (info.dli_sname)
+		snprintf(buf, size, "%s+%#lx (%s+%#lx)", base,
+			 (unsigned long)((char *)caller - (char *)info.dli_fbase), info.dli_sname,
+			 (unsigned long)((char *)caller - (char *)info.dli_saddr));
+	else
+		snprintf(buf, size, "%s+%#lx", base,
+			 (unsigned long)((char *)caller - (char *)info.dli_fbase));
+}
+
 void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
-		   const char *path)
+		   const char *path, void *caller)
 {
 	static int tracker_failed_once, register_failed_once;
 	pthread_once(&regions_once, regions_init);
@@ -230,10 +249,14 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	pthread_mutex_unlock(&lock);
 	stats_add(GAIA_STAT_managed_mappings, 1);
 	stats_add(GAIA_STAT_readahead_pages, populated);
-	gaia_info("managing %s: %zu KiB at %p, file offset %lld, %s, %s; %zu resident pages "
-		  "populated", path, len / 1024, addr, (long long)offset,
-		  (flags & MAP_TYPE) == MAP_PRIVATE ? "MAP_PRIVATE" : "MAP_SHARED",
-		  (prot & PROT_WRITE) ? "read-write" : "read-only", populated);
+	if (gaia_config()->log >= GAIA_LOG_INFO) {
+		char where[256];
+		describe_caller(caller, where, sizeof(where));
+		gaia_info("managing %s: %zu KiB at %p, file offset %lld, %s, %s, mapped by %s; "
+			  "%zu resident pages populated", path, len / 1024, addr, (long long)offset,
+			  (flags & MAP_TYPE) == MAP_PRIVATE ? "MAP_PRIVATE" : "MAP_SHARED",
+			  (prot & PROT_WRITE) ? "read-write" : "read-only", where, populated);
+	}
 }
 
 static void destroy_mapping_locked(struct gaia_mapping *m)

@@ -82,8 +82,10 @@ GAIA_HIDDEN int tracker_reinit_after_fork(void);
 /* --- managed mappings (mapping.c) --- */
 GAIA_HIDDEN bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd,
 				char *path, size_t path_size);
+/* Takes on a mapping the kernel just made; `caller` (may be NULL) is the
+ * code address that called mmap, for the log. */
 GAIA_HIDDEN void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
-			       const char *path);
+			       const char *path, void *caller);
 /* Before [addr, addr+len) goes away or changes (munmap, MAP_FIXED over it,
  * mremap): releases the CPU's writes there and forgets the range. */
 GAIA_HIDDEN void mapping_forget_range(void *addr, size_t len);
