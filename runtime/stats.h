@@ -21,6 +21,7 @@
 	X(conflict_bytes, "bytes", "bytes written by two replicas between syncs")   \
 	X(writeback_pages, "pages", "pages written back to the file")               \
 	X(published_pages, "pages", "page versions published to the shared table")  \
+	X(learned_pages, "pages", "pages other processes changed, learned at acquires") \
 	X(acquires, "calls", "acquire operations")                                  \
 	X(releases, "calls", "release operations")                                  \
 	X(acquire_ns, "ns", "time spent in acquire")                                \

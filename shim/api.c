@@ -27,8 +27,15 @@ static int to_libc(int rc)
 GAIA_EXPORT int gaia_macquire(void *addr, size_t len, int device)
 {
 	/* The CPU replica is the page cache: other processes' changes are
-	 * already there, so a CPU acquire has nothing to move. */
-	return to_libc(check_range(addr, len, device));
+	 * already there. What moves are versions: the pages they published
+	 * since the last acquire become newer here (devices will fetch them). */
+	int rc = check_range(addr, len, device);
+	if (!rc) {
+		gaia_in_shim++;
+		rc = mapping_acquire_range(addr, len);
+		gaia_in_shim--;
+	}
+	return to_libc(rc);
 }
 
 GAIA_EXPORT int gaia_mrelease(void *addr, size_t len, int device)

@@ -23,11 +23,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lrc.h"
 #include "region.h"
+#include "sharedtab.h"
 #include "shim.h"
 #include "stats.h"
 
@@ -46,6 +48,9 @@ struct gaia_mapping {
 	dev_t dev;
 	ino_t ino;
 	int prot, flags;
+	bool tracked;               /* registered for write tracking (else never writable) */
+	struct shared_file *shared; /* MAP_SHARED: the file's cross-process versions */
+	struct sharedtab_cursor cursor;
 	char path[];
 };
 
@@ -144,12 +149,37 @@ bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char 
 
 /* --- creating and forgetting mappings --- */
 
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+
+struct cachestat_range_abi {
+	uint64_t off, len;
+};
+struct cachestat_abi {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* True when every page of the file range is in the page cache: one
+ * cachestat(2) (Linux 6.5+) instead of a mincore walk of the mapping. */
+static bool file_range_resident(int fd, uint64_t offset, size_t len)
+{
+	struct cachestat_range_abi range = {offset, len};
+	struct cachestat_abi cs;
+	if (syscall(SYS_cachestat, fd, &range, &cs, 0))
+		return false;
+	return cs.nr_cache >= len / GAIA_PAGE;
+}
+
 /* Populates the pages already in the page cache before registering: with
  * write tracking on, the kernel maps nothing around a fault, so each first
  * touch would cost a fault of its own (research: pagecache_wp.md). */
-static size_t populate_resident(void *addr, size_t len)
+static size_t populate_resident(void *addr, size_t len, int fd, uint64_t offset)
 {
-	size_t npages = len / GAIA_PAGE, populated = 0;
+	size_t npages = len / GAIA_PAGE;
+	if (file_range_resident(fd, offset, len))
+		return REAL(madvise)(addr, len, MADV_POPULATE_READ) == 0 ? npages : 0;
+	size_t populated = 0;
 	unsigned char *vec = malloc(npages ? npages : 1);
 	if (!vec || mincore(addr, len, vec)) {
 		free(vec);
@@ -170,6 +200,41 @@ static size_t populate_resident(void *addr, size_t len)
 	}
 	free(vec);
 	return populated;
+}
+
+/* A MAP_SHARED mapping of a descriptor not open for writing can never be
+ * written through (mprotect to PROT_WRITE fails with EACCES), and
+ * userfaultfd refuses to register it: it is managed without tracking. */
+static bool never_writable(int flags, int fd)
+{
+	int mode = fcntl(fd, F_GETFL);
+	return (flags & MAP_TYPE) != MAP_PRIVATE && mode >= 0 && (mode & O_ACCMODE) == O_RDONLY;
+}
+
+static uint64_t file_page_of(const struct gaia_mapping *m, uint64_t page)
+{
+	return m->offset / GAIA_PAGE + page;
+}
+
+static void ignore_change(uint64_t page, uint32_t version, void *arg)
+{
+	(void)page, (void)version, (void)arg;
+}
+
+/* Joins the file's cross-process version table: from now on this mapping
+ * learns what others publish. The cursor is moved to "now" before the
+ * versions are read, so a publish in between is seen again, not lost. */
+static void attach_shared_table_locked(struct gaia_mapping *m, uint64_t file_size)
+{
+	uint64_t file_pages = (file_size + GAIA_PAGE - 1) / GAIA_PAGE;
+	uint64_t end_page = (m->offset + m->len) / GAIA_PAGE;
+	m->shared = shared_file_get(m->dev, m->ino, file_pages > end_page ? file_pages : end_page);
+	if (!m->shared)
+		return;
+	uint64_t npages = m->len / GAIA_PAGE;
+	shared_file_changes(m->shared, &m->cursor, file_page_of(m, 0), npages, ignore_change, NULL);
+	for (uint64_t p = 0; p < npages; p++)
+		tsvt_set_file_version(&m->engine.tsvt, p, shared_file_version(m->shared, file_page_of(m, p)));
 }
 
 /* "binary+0xoffset (symbol)" for a code address, for the log. */
@@ -205,8 +270,12 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	struct stat st;
 	if (fstat(fd, &st))
 		return;
-	size_t populated = populate_resident(addr, len);
-	int rc = tracker_register(addr, len);
+	/* Write tracking is per page table entry: a file folio mapped by a
+	 * 2 MiB entry would report all its 512 pages when one is written. */
+	REAL(madvise)(addr, len, MADV_NOHUGEPAGE);
+	size_t populated = populate_resident(addr, len, fd, (uint64_t)offset);
+	bool tracked = !never_writable(flags, fd);
+	int rc = tracked ? tracker_register(addr, len) : 0;
 	if (rc) {
 		gaia_log_once(&register_failed_once, GAIA_LOG_WARN,
 			      "cannot track writes to the mapping of %s (%zu bytes): %s; it and "
@@ -225,6 +294,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	m->ino = st.st_ino;
 	m->prot = prot;
 	m->flags = flags;
+	m->tracked = tracked;
 	m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	unsigned engine_flags = ((prot & PROT_WRITE) ? LRC_WRITABLE : 0) |
 				((flags & MAP_TYPE) == MAP_PRIVATE ? 0 : LRC_SHARED);
@@ -243,10 +313,13 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 		free(m);
 		return;
 	}
+	if ((flags & MAP_TYPE) != MAP_PRIVATE)
+		attach_shared_table_locked(m, (uint64_t)st.st_size);
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock);
+	release_timer_start();
 	stats_add(GAIA_STAT_managed_mappings, 1);
 	stats_add(GAIA_STAT_readahead_pages, populated);
 	if (gaia_config()->log >= GAIA_LOG_INFO) {
@@ -268,6 +341,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		}
 	}
 	__atomic_sub_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	shared_file_put(m->shared);
 	close(m->fd);
 	lrc_plan_free(&m->plan);
 	lrc_region_destroy(&m->engine);
@@ -286,6 +360,8 @@ static void mark_cpu_written(uintptr_t start, uintptr_t end, void *arg)
 /* Asks the tracker for m's written pages (every live piece). */
 static void collect_one_locked(struct gaia_mapping *m)
 {
+	if (!m->tracked)
+		return; /* it cannot be written through */
 	const struct range_set *live = &m->engine.live;
 	for (size_t i = 0; i < live->count; i++) {
 		uintptr_t a = m->start + live->items[i].first * GAIA_PAGE;
@@ -314,12 +390,24 @@ static void collect_locked(struct gaia_mapping *m)
 	tracker_rearm();
 }
 
+/* Publishing gives each page the table's next version; the mapping
+ * remembers it, so its own publishes never come back as others' changes. */
+static void publish_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
+{
+	stats_add(GAIA_STAT_published_pages, n);
+	for (uint64_t p = first; m->shared && p < first + n; p++) {
+		uint32_t v = shared_file_publish(m->shared, file_page_of(m, p));
+		if (v)
+			tsvt_set_file_version(&m->engine.tsvt, p, v);
+	}
+}
+
 static void run_plan_locked(struct gaia_mapping *m)
 {
 	for (size_t i = 0; i < m->plan.count; i++) {
 		const struct lrc_action *a = &m->plan.items[i];
 		if (a->kind == LRC_PUBLISH)
-			stats_add(GAIA_STAT_published_pages, a->npages);
+			publish_locked(m, a->first, a->npages);
 		/* Device actions appear only once a device holds pages. */
 	}
 	lrc_plan_reset(&m->plan);
@@ -405,11 +493,67 @@ int mapping_release_range(const void *addr, size_t len)
 	return found ? 0 : -ENOENT;
 }
 
+struct learn {
+	struct gaia_mapping *m;
+	uint64_t learned;
+};
+
+static void learn_change(uint64_t file_page, uint32_t version, void *arg)
+{
+	struct learn *l = arg;
+	struct gaia_mapping *m = l->m;
+	uint64_t p = file_page - file_page_of(m, 0);
+	if (p >= m->len / GAIA_PAGE || !range_set_contains(&m->engine.live, p) ||
+	    version == tsvt_file_version(&m->engine.tsvt, p))
+		return;
+	tsvt_set_file_version(&m->engine.tsvt, p, version);
+	lrc_file_changed(&m->engine, p, 1, &m->plan);
+	l->learned++;
+}
+
+static void acquire_locked(struct gaia_mapping *m)
+{
+	uint64_t t0 = now_ns();
+	struct learn l = {.m = m};
+	if (m->shared)
+		shared_file_changes(m->shared, &m->cursor, file_page_of(m, 0), m->len / GAIA_PAGE,
+				    learn_change, &l);
+	run_plan_locked(m);
+	stats_add(GAIA_STAT_learned_pages, l.learned);
+	stats_add(GAIA_STAT_acquires, 1);
+	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
+	if (l.learned)
+		gaia_debug("%s: %llu pages changed by other processes", m->path,
+			   (unsigned long long)l.learned);
+}
+
+int mapping_acquire_range(const void *addr, size_t len)
+{
+	if (!mapping_any())
+		return -ENOENT;
+	pthread_mutex_lock(&lock);
+	int found = for_each_overlapping_locked(addr, len, acquire_locked);
+	pthread_mutex_unlock(&lock);
+	return found ? 0 : -ENOENT;
+}
+
 void mapping_release_all(void)
 {
 	pthread_mutex_lock(&lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
 		release_locked(m);
+	pthread_mutex_unlock(&lock);
+}
+
+void mapping_at_exit(void)
+{
+	pthread_mutex_lock(&lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		release_locked(m);
+		/* Threads still running publish nothing more (m->shared is NULL). */
+		shared_file_put(m->shared);
+		m->shared = NULL;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -545,20 +689,21 @@ void mapping_after_fork(bool child)
 		pthread_mutex_unlock(&lock);
 		return;
 	}
+	/* Only this thread exists in the child: locks held by others at the
+	 * fork would never be released. */
 	pthread_mutex_init(&lock, NULL);
 	pthread_rwlock_init(&regions.lock, NULL);
-	if (!mappings)
-		return;
-	if (tracker_reinit_after_fork()) {
+	shared_file_after_fork();
+	pthread_mutex_lock(&lock);
+	if (mappings && tracker_reinit_after_fork()) {
 		/* Nothing can be tracked: forget every mapping (they stay mapped). */
 		while (mappings)
 			destroy_mapping_locked(mappings);
 		region_remove_range(&regions, 0, UINTPTR_MAX & ~(GAIA_PAGE - 1), NULL, NULL);
-		return;
 	}
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		const struct range_set *live = &m->engine.live;
-		for (size_t i = 0; i < live->count; i++) {
+		for (size_t i = 0; m->tracked && i < live->count; i++) {
 			int rc = tracker_register((void *)(m->start + live->items[i].first * GAIA_PAGE),
 						  (live->items[i].end - live->items[i].first) * GAIA_PAGE);
 			if (rc)
@@ -566,6 +711,8 @@ void mapping_after_fork(bool child)
 					   "writes in this process may be missed", m->path, strerror(-rc));
 		}
 	}
+	pthread_mutex_unlock(&lock);
+	release_timer_after_fork();
 }
 
 /* --- remapping --- */

@@ -54,7 +54,7 @@ __attribute__((destructor)) static void gaia_at_exit(void)
 {
 	gaia_in_shim++;
 	if (mapping_any())
-		mapping_release_all();
+		mapping_at_exit();
 	print_stats();
 	gaia_in_shim--;
 }

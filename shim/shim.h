@@ -79,6 +79,24 @@ GAIA_HIDDEN int tracker_forget(void *addr, size_t len);
 /* In a forked child: the registration did not follow the fork. */
 GAIA_HIDDEN int tracker_reinit_after_fork(void);
 
+/* --- the cross-process version table of a file (sharedfile.c) --- */
+struct shared_file;
+struct sharedtab_cursor;
+/* NULL when no table can be used (the reason is logged once). */
+GAIA_HIDDEN struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages);
+GAIA_HIDDEN void shared_file_put(struct shared_file *f);
+GAIA_HIDDEN uint32_t shared_file_publish(struct shared_file *f, uint64_t file_page);
+GAIA_HIDDEN uint32_t shared_file_version(struct shared_file *f, uint64_t file_page);
+GAIA_HIDDEN int shared_file_changes(struct shared_file *f, struct sharedtab_cursor *cursor,
+				    uint64_t first, uint64_t n,
+				    void (*fn)(uint64_t page, uint32_t version, void *arg), void *arg);
+GAIA_HIDDEN void shared_file_after_fork(void);
+
+
+/* --- periodic release of a CPU-only process's writes (release_timer.c) --- */
+GAIA_HIDDEN void release_timer_start(void);
+GAIA_HIDDEN void release_timer_after_fork(void);
+
 /* --- managed mappings (mapping.c) --- */
 GAIA_HIDDEN bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd,
 				char *path, size_t path_size);
@@ -91,7 +109,13 @@ GAIA_HIDDEN void mapping_adopt(void *addr, size_t len, int prot, int flags, int 
 GAIA_HIDDEN void mapping_forget_range(void *addr, size_t len);
 GAIA_HIDDEN bool mapping_overlaps(const void *addr, size_t len);
 GAIA_HIDDEN int mapping_release_range(const void *addr, size_t len);
+/* The CPU's acquire: learns which pages other processes published since
+ * the last acquire (their versions move). -ENOENT when nothing overlaps. */
+GAIA_HIDDEN int mapping_acquire_range(const void *addr, size_t len);
 GAIA_HIDDEN void mapping_release_all(void);
+/* At exit: the last release, then this process stops using the version
+ * tables (the last user of a table removes it). */
+GAIA_HIDDEN void mapping_at_exit(void);
 /* Bytes [offset, offset+len) of the file behind fd were written with
  * write()/pwrite(): CPU writes of those pages of every mapping of it. */
 GAIA_HIDDEN void mapping_file_written(int fd, off_t offset, size_t len);

@@ -1,0 +1,62 @@
+/* GAIA_RELEASE_MS: a process that only writes with the CPU never launches a
+ * kernel, so without it its writes would reach the shared version table
+ * only at msync, munmap or exit. A thread releases every managed mapping
+ * at that period; 0 turns it off. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "shim.h"
+
+static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool started;
+
+static void *release_loop(void *arg)
+{
+	long long period_ms = *(const long long *)arg;
+	struct timespec period = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000L};
+	for (;;) {
+		nanosleep(&period, NULL);
+		gaia_in_shim++;
+		if (mapping_any())
+			mapping_release_all();
+		gaia_in_shim--;
+	}
+	return NULL;
+}
+
+void release_timer_start(void)
+{
+	static long long period_ms;
+	pthread_mutex_lock(&timer_lock);
+	if (!started && (period_ms = gaia_config()->release_ms) > 0) {
+		/* The thread takes no signal meant for the application. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_t thread;
+		int rc = pthread_create(&thread, &attr, release_loop, &period_ms);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc)
+			gaia_warn("cannot start the GAIA_RELEASE_MS thread: %s; CPU writes are "
+				  "published only at msync, munmap and exit", strerror(rc));
+		started = true;
+	}
+	pthread_mutex_unlock(&timer_lock);
+}
+
+void release_timer_after_fork(void)
+{
+	/* Only the forking thread exists in the child. */
+	pthread_mutex_init(&timer_lock, NULL);
+	started = false;
+	if (mapping_any())
+		release_timer_start();
+}

@@ -1,0 +1,247 @@
+/* The cross-process version table of a file, in POSIX shared memory
+ * (DESIGN §3.3): one object per (device, inode), named for the user, the
+ * device and the inode, created with the owner's permissions only, and
+ * validated on every open (owner, mode, size, and the table's own header:
+ * runtime/sharedtab.h). A table that fails any check is never used: the
+ * process keeps private versions for that file and says so once.
+ *
+ * Lifetime: a process using a table holds a shared flock on it, which the
+ * kernel drops when the process exits, execs or dies (the descriptor is
+ * close-on-exec; a forked child shares its parent's). When a process stops
+ * using a table (munmap of its last mapping of the file, or exit) it
+ * removes the object if it can take the lock exclusively, i.e. nobody else
+ * uses it. A process that takes the shared lock checks that the name still
+ * names the object it opened, so nobody is left on a removed table while
+ * others create a new one. A table all of whose users were killed stays in
+ * /dev/shm (gaia-v1-*) until the next process that uses it stops.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sharedtab.h"
+#include "shim.h"
+
+/* Pages a new table covers at least (1 GiB of file; shared memory is
+ * sparse, so an untouched table costs nothing). */
+#define MIN_CAPACITY_PAGES (1ull << 18)
+#define OPEN_RETRIES 50
+
+struct shared_file {
+	struct shared_file *next;
+	int refs;
+	dev_t dev;
+	ino_t ino;
+	int fd;      /* the object, for flock */
+	void *table;
+	size_t size;
+	char name[96];
+};
+
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shared_file *files;
+
+static void table_name(char *buf, size_t size, dev_t dev, ino_t ino)
+{
+	snprintf(buf, size, "/gaia-v1-%u-%llx-%llx", (unsigned)geteuid(), (unsigned long long)dev,
+		 (unsigned long long)ino);
+}
+
+/* Opens an existing table and checks everything about it before use. */
+static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, size_t *size,
+			 int *fdp)
+{
+	int fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st))
+		rc = -errno;
+	else if (st.st_uid != geteuid())
+		rc = -EPERM;
+	else if (st.st_mode & 077)
+		rc = -EACCES;
+	else if ((size_t)st.st_size < sharedtab_bytes(1))
+		rc = -EBADMSG;
+	if (!rc) {
+		*size = (size_t)st.st_size;
+		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (*table == MAP_FAILED)
+			rc = -errno;
+		else if ((rc = sharedtab_validate(*table, *size, dev, ino, (uint32_t)geteuid())))
+			REAL(munmap)(*table, *size);
+	}
+	if (rc)
+		close(fd);
+	else
+		*fdp = fd;
+	return rc;
+}
+
+static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_pages, void **table,
+		      size_t *size, int *fdp)
+{
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	uint64_t capacity = file_pages * 2 > MIN_CAPACITY_PAGES ? file_pages * 2 : MIN_CAPACITY_PAGES;
+	*size = sharedtab_bytes(capacity);
+	int rc = 0;
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)*size))
+		rc = -errno;
+	if (!rc) {
+		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (*table == MAP_FAILED)
+			rc = -errno;
+		else
+			rc = sharedtab_format(*table, *size, dev, ino, (uint32_t)geteuid(), capacity);
+	}
+	if (rc) {
+		close(fd);
+		shm_unlink(name);
+	} else {
+		*fdp = fd;
+	}
+	return rc;
+}
+
+/* Whether `name` still names the object open as fd (not removed, and not
+ * removed and created again). */
+static bool name_still_ours(const char *name, int fd)
+{
+	struct stat mine, now;
+	int again = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (again < 0)
+		return false;
+	bool same = fstat(fd, &mine) == 0 && fstat(again, &now) == 0 && mine.st_ino == now.st_ino &&
+		    mine.st_dev == now.st_dev;
+	close(again);
+	return same;
+}
+
+/* Starts using the table: a shared lock held as long as the descriptor is
+ * open. -EAGAIN when the object was removed meanwhile (start over). */
+static int attach(struct shared_file *f)
+{
+	if (flock(f->fd, LOCK_SH))
+		return -errno;
+	return name_still_ours(f->name, f->fd) ? 0 : -EAGAIN;
+}
+
+/* After this process stopped using the table (its descriptor closed):
+ * removes the object when nobody else holds it. */
+static void remove_if_unused(const char *name)
+{
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && name_still_ours(name, fd))
+		shm_unlink(name);
+	close(fd);
+}
+
+struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
+{
+	static int failed_once;
+	pthread_mutex_lock(&files_lock);
+	for (struct shared_file *f = files; f; f = f->next) {
+		if (f->dev == dev && f->ino == ino) {
+			f->refs++;
+			pthread_mutex_unlock(&files_lock);
+			return f;
+		}
+	}
+	struct shared_file *f = calloc(1, sizeof(*f));
+	if (!f) {
+		pthread_mutex_unlock(&files_lock);
+		return NULL;
+	}
+	table_name(f->name, sizeof(f->name), dev, ino);
+	int rc = -ENOENT;
+	/* Another process may be creating it: it formats right after
+	 * creating, so an unformatted table is retried for a moment. */
+	for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
+		rc = open_existing(f->name, dev, ino, &f->table, &f->size, &f->fd);
+		if (rc == -ENOENT)
+			rc = create_new(f->name, dev, ino, file_pages, &f->table, &f->size, &f->fd);
+		if (!rc && (rc = attach(f))) {
+			REAL(munmap)(f->table, f->size);
+			close(f->fd);
+		}
+		if (rc != -EEXIST && rc != -EBADMSG && rc != -EAGAIN)
+			break;
+		struct timespec pause = {0, 2 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	if (rc) {
+		gaia_log_once(&failed_once, GAIA_LOG_WARN,
+			      "shared version table /dev/shm%s not used: %s; versions of this file "
+			      "(and of others with the same problem) stay private to this process",
+			      f->name, strerror(-rc));
+		free(f);
+		pthread_mutex_unlock(&files_lock);
+		return NULL;
+	}
+	f->dev = dev;
+	f->ino = ino;
+	f->refs = 1;
+	f->next = files;
+	files = f;
+	pthread_mutex_unlock(&files_lock);
+	gaia_debug("shared version table /dev/shm%s: %zu bytes", f->name, f->size);
+	return f;
+}
+
+void shared_file_put(struct shared_file *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&files_lock);
+	if (--f->refs == 0) {
+		for (struct shared_file **pp = &files; *pp; pp = &(*pp)->next) {
+			if (*pp == f) {
+				*pp = f->next;
+				break;
+			}
+		}
+		REAL(munmap)(f->table, f->size);
+		if (f->fd >= 0) {
+			close(f->fd);
+			remove_if_unused(f->name);
+		}
+		free(f);
+	}
+	pthread_mutex_unlock(&files_lock);
+}
+
+uint32_t shared_file_publish(struct shared_file *f, uint64_t file_page)
+{
+	return f ? sharedtab_publish(f->table, file_page) : 0;
+}
+
+uint32_t shared_file_version(struct shared_file *f, uint64_t file_page)
+{
+	return f ? sharedtab_version(f->table, file_page) : 0;
+}
+
+int shared_file_changes(struct shared_file *f, struct sharedtab_cursor *cursor, uint64_t first,
+			uint64_t n, void (*fn)(uint64_t page, uint32_t version, void *arg), void *arg)
+{
+	return f ? sharedtab_changes(f->table, cursor, first, n, fn, arg) : 0;
+}
+
+void shared_file_after_fork(void)
+{
+	/* The child shares its parent's descriptors, so its locks too. */
+	pthread_mutex_init(&files_lock, NULL);
+}
