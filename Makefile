@@ -2,6 +2,7 @@
 #   make            build everything into build/
 #   make demo       build and run the main demo
 #   make test       build and run every test (CTest)
+#   make test-asan  every test under ASan+UBSan; make test-tsan under TSan
 #   make bench      run every benchmark
 #   make bench-engine   the engine benchmarks (merge, versions, release/acquire)
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
@@ -13,7 +14,7 @@ CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxhash-dev
 
-.PHONY: all deps configure demo test bench bench-engine bench-cpu clean
+.PHONY: all deps configure demo test test-asan test-tsan bench bench-engine bench-cpu clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -51,6 +52,17 @@ demo: bench-engine
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite under ASan+UBSan, and under TSan, each in its own build.
+test-asan: deps
+	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DGAIA_SANITIZE=address $(CMAKE_ARGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+test-tsan: deps
+	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DGAIA_SANITIZE=thread $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS)
 
 bench: bench-engine bench-cpu
 

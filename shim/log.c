@@ -19,8 +19,20 @@ static void load_config(void)
 	__atomic_store_n(&config_ready, 1, __ATOMIC_RELEASE);
 }
 
+extern char **environ;
+
+/* The configuration, read from the environment once. A hook can run before
+ * the C library has set up the environment (a sanitizer's runtime maps
+ * memory that early): then the defaults, with nothing managed, are answered
+ * without latching them, and the environment is read at a later call. */
 const struct gaia_env *gaia_config(void)
 {
+	static struct gaia_env early;
+	if (!__atomic_load_n(&config_ready, __ATOMIC_ACQUIRE) && !environ) {
+		gaia_env_defaults(&early);
+		early.disable = 1;
+		return &early;
+	}
 	pthread_once(&config_once, load_config);
 	return &config;
 }

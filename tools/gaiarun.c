@@ -491,14 +491,18 @@ int main(int argc, char **argv)
 			print_shell_word(argv[i]);
 		}
 		putchar('\n');
+		free(preload);
+		free(lib);
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
 	if (setenv("LD_PRELOAD", preload, 1) != 0) {
 		fprintf(stderr, "gaiarun: cannot set LD_PRELOAD: %s\n", strerror(errno));
 		return EXIT_NOT_FOUND;
 	}
+	free(preload); /* setenv copied it */
 	execvp(argv[optind], argv + optind);
 	c = errno;
+	free(lib);
 	fprintf(stderr, "gaiarun: cannot run %s: %s\n", argv[optind], strerror(c));
 	return c == EACCES ? EXIT_CANNOT_EXECUTE : EXIT_NOT_FOUND;
 }

@@ -957,9 +957,16 @@ static int compare(const char *self, const char *libgaia, unsigned long nops, in
 	size_t pos;
 	bool ok;
 
-	if (access(libgaia, R_OK)) {
-		fprintf(stderr, "diff_io: FAIL: %s: %s\n", libgaia, strerror(errno));
-		return 1;
+	/* LIBGAIA is an LD_PRELOAD list: a sanitizer's runtime may come first. */
+	for (const char *p = libgaia; *p;) {
+		char one[PATH_MAX];
+		size_t n = strcspn(p, ":");
+		snprintf(one, sizeof(one), "%.*s", (int)n, p);
+		if (access(one, R_OK)) {
+			fprintf(stderr, "diff_io: FAIL: %s: %s\n", one, strerror(errno));
+			return 1;
+		}
+		p += n + (p[n] == ':');
 	}
 	if (!getenv("GAIA_MIN_MAP_KB")) /* the mappings are 2..64 KiB: manage them all */
 		setenv("GAIA_MIN_MAP_KB", "4", 1);
