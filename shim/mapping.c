@@ -50,6 +50,7 @@ struct gaia_mapping {
 	int prot, flags;
 	bool tracked;               /* registered for write tracking (else never writable) */
 	struct shared_file *shared; /* MAP_SHARED: the file's cross-process versions */
+	struct page_sums *sums;     /* checksums: changes by writers not under the shim */
 	struct sharedtab_cursor cursor;
 	char path[];
 };
@@ -315,6 +316,14 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	}
 	if ((flags & MAP_TYPE) != MAP_PRIVATE)
 		attach_shared_table_locked(m, (uint64_t)st.st_size);
+	/* Checksums now only where reading costs no I/O (every page is in the
+	 * page cache); otherwise they are learned at the first acquire. */
+	if ((m->sums = page_sums_new(len / GAIA_PAGE))) {
+		if (populated == len / GAIA_PAGE)
+			page_sums_refresh(m->sums, m->fd, m->offset, NULL, NULL, NULL);
+		else
+			page_sums_note_times(m->sums, m->fd);
+	}
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
@@ -342,6 +351,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 	}
 	__atomic_sub_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
 	shared_file_put(m->shared);
+	page_sums_free(m->sums);
 	close(m->fd);
 	lrc_plan_free(&m->plan);
 	lrc_region_destroy(&m->engine);
@@ -511,6 +521,18 @@ static void learn_change(uint64_t file_page, uint32_t version, void *arg)
 	l->learned++;
 }
 
+static bool page_live(uint64_t page, void *arg)
+{
+	return range_set_contains(&((struct learn *)arg)->m->engine.live, page);
+}
+
+static void learn_checksum_change(uint64_t page, void *arg)
+{
+	struct learn *l = arg;
+	lrc_file_changed(&l->m->engine, page, 1, &l->m->plan);
+	l->learned++;
+}
+
 static void acquire_locked(struct gaia_mapping *m)
 {
 	uint64_t t0 = now_ns();
@@ -518,6 +540,17 @@ static void acquire_locked(struct gaia_mapping *m)
 	if (m->shared)
 		shared_file_changes(m->shared, &m->cursor, file_page_of(m, 0), m->len / GAIA_PAGE,
 				    learn_change, &l);
+	/* Writers that publish nothing: the file's times, then checksums. */
+	if (m->sums) {
+		int rc = page_sums_refresh(m->sums, m->fd, m->offset, page_live,
+					   learn_checksum_change, &l);
+		if (rc < 0) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_WARN,
+				      "checksumming %s failed: %s; changes by writers not under the "
+				      "shim may be missed", m->path, strerror(-rc));
+		}
+	}
 	run_plan_locked(m);
 	stats_add(GAIA_STAT_learned_pages, l.learned);
 	stats_add(GAIA_STAT_acquires, 1);

@@ -93,6 +93,21 @@ GAIA_HIDDEN int shared_file_changes(struct shared_file *f, struct sharedtab_curs
 GAIA_HIDDEN void shared_file_after_fork(void);
 
 
+/* --- pages changed by writers not under the shim (checksum.c) --- */
+struct page_sums;
+GAIA_HIDDEN struct page_sums *page_sums_new(uint64_t npages);
+GAIA_HIDDEN void page_sums_free(struct page_sums *s);
+/* When the file behind fd changed (mtime/ctime) since the last call:
+ * re-reads the pages of [file_offset, +npages pages) for which wanted()
+ * (may be NULL) says yes and calls changed() (may be NULL: only record)
+ * for each whose checksum moved or was not known. Returns the pages
+ * reported, or -errno. */
+/* Records the file's times without reading it (checksums stay unknown). */
+GAIA_HIDDEN int page_sums_note_times(struct page_sums *s, int fd);
+GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
+				  bool (*wanted)(uint64_t page, void *arg),
+				  void (*changed)(uint64_t page, void *arg), void *arg);
+
 /* --- periodic release of a CPU-only process's writes (release_timer.c) --- */
 GAIA_HIDDEN void release_timer_start(void);
 GAIA_HIDDEN void release_timer_after_fork(void);

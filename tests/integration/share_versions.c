@@ -6,20 +6,52 @@
  * Rounds: the producer publishes at msync (round A), at munmap (round B),
  * at exit (round C) and, without any of them, through GAIA_RELEASE_MS while
  * it is still running (round D). Producers are forked children, so they run
- * under the same shim.
+ * under the same shim. In round E the producer bypasses the shim entirely
+ * (raw system calls: a mapping the shim never sees, and pwrite), as a
+ * writer not under the shim would: the consumer learns its pages from the
+ * file's change time and per-page checksums.
  */
 #include "itest.h"
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define FILE_PAGES 512
 #define ROUNDS_PER_MODE 6
 
-enum publish_via { VIA_MSYNC, VIA_MUNMAP, VIA_EXIT, VIA_TIMER, VIA_COUNT };
+enum publish_via { VIA_MSYNC, VIA_MUNMAP, VIA_EXIT, VIA_TIMER, VIA_FOREIGN, VIA_COUNT };
 
-static const char *const via_name[] = {"msync", "munmap", "exit", "GAIA_RELEASE_MS"};
+static const char *const via_name[] = {"msync", "munmap", "exit", "GAIA_RELEASE_MS",
+				       "nothing (a writer not under the shim)"};
+
+/* Writes like a process without the shim: system calls the shim cannot
+ * see. Every write changes its byte, so checksums can see it. */
+static void produce_foreign(int fd, const bool *pages)
+{
+	char *map = (char *)syscall(SYS_mmap, NULL, FILE_PAGES * ITEST_PAGE,
+				    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		_exit(2);
+	for (int p = 0; p < FILE_PAGES; p++) {
+		if (!pages[p])
+			continue;
+		if (p % 2) {
+			map[p * ITEST_PAGE + 17] ^= 0x5a;
+		} else {
+			char byte;
+			off_t at = (off_t)(p * ITEST_PAGE + 9);
+			if (syscall(SYS_pread64, fd, &byte, 1, at) != 1)
+				_exit(3);
+			byte = (char)~byte;
+			if (syscall(SYS_pwrite64, fd, &byte, 1, at) != 1)
+				_exit(3);
+		}
+	}
+	syscall(SYS_msync, map, FILE_PAGES * ITEST_PAGE, MS_SYNC);
+	_exit(0); /* no exit handlers: nothing is published */
+}
 
 /* The producer: writes the chosen pages (half with stores, half with
  * pwrite), publishes as `via` says, and reports through `ready` when the
@@ -36,6 +68,8 @@ static void produce(const char *path, const bool *pages, enum publish_via via, i
 		    int quit_fd)
 {
 	int fd = open(path, O_RDWR);
+	if (via == VIA_FOREIGN)
+		produce_foreign(fd, pages);
 	char *map = mmap(NULL, FILE_PAGES * ITEST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (fd < 0 || map == MAP_FAILED)
 		_exit(2);
@@ -127,7 +161,7 @@ int main(void)
 			close(ready[1]);
 			close(quit[0]);
 			char c;
-			if (via == VIA_EXIT) {
+			if (via == VIA_EXIT || via == VIA_FOREIGN) {
 				int status;
 				waitpid(pid, &status, 0);
 			} else if (read(ready[0], &c, 1) != 1) {
@@ -144,7 +178,7 @@ int main(void)
 			    g.mversion(map, FILE_PAGES * ITEST_PAGE, after))
 				return ITEST_FAIL;
 			close(quit[1]); /* the producer exits */
-			if (via != VIA_EXIT)
+			if (via != VIA_EXIT && via != VIA_FOREIGN)
 				waitpid(pid, NULL, 0);
 			for (int p = 0; p < FILE_PAGES; p++) {
 				bool moved = after[p] != before[p];

@@ -1,0 +1,110 @@
+/* Pages changed by writers that do not run under the shim (DESIGN §1
+ * "Processes"): they publish nothing, so a mapping learns of them from the
+ * file's change time and per-page checksums. XXH3 (64-bit) of every page of
+ * the mapping is kept; when the file's mtime or ctime moved since the last
+ * look, the pages are read again (pread through the shim's own descriptor,
+ * so the application's page tables are untouched) and those whose checksum
+ * differs are reported.
+ *
+ * A page whose checksum is not known yet (0: the mapping was not in the
+ * page cache when it was made, and reading it all then would defeat lazy
+ * loading) counts as changed the first time the file's times move: that
+ * can only over-report, once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "shim.h"
+
+#define CHUNK_PAGES 64
+
+struct page_sums {
+	uint64_t *sums;
+	uint64_t npages;
+	struct timespec mtime, ctime;
+	bool ready;
+};
+
+struct page_sums *page_sums_new(uint64_t npages)
+{
+	struct page_sums *s = calloc(1, sizeof(*s));
+	if (s && !(s->sums = calloc(npages ? npages : 1, sizeof(uint64_t)))) {
+		free(s);
+		return NULL;
+	}
+	if (s)
+		s->npages = npages;
+	return s;
+}
+
+void page_sums_free(struct page_sums *s)
+{
+	if (s)
+		free(s->sums);
+	free(s);
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int page_sums_note_times(struct page_sums *s, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -errno;
+	s->mtime = st.st_mtim;
+	s->ctime = st.st_ctim;
+	s->ready = true;
+	return 0;
+}
+
+int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
+		      bool (*wanted)(uint64_t page, void *arg),
+		      void (*changed)(uint64_t page, void *arg), void *arg)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -errno;
+	if (s->ready && same_time(&st.st_mtim, &s->mtime) && same_time(&st.st_ctim, &s->ctime))
+		return 0;
+	/* Times first: a write racing this pass moves them again, and the
+	 * next look reads its pages once more. */
+	s->mtime = st.st_mtim;
+	s->ctime = st.st_ctim;
+	unsigned char *buf = malloc(CHUNK_PAGES * GAIA_PAGE);
+	if (!buf)
+		return -ENOMEM;
+	int reported = 0;
+	for (uint64_t first = 0; first < s->npages; first += CHUNK_PAGES) {
+		uint64_t n = s->npages - first < CHUNK_PAGES ? s->npages - first : CHUNK_PAGES;
+		ssize_t got = pread(fd, buf, n * GAIA_PAGE, (off_t)(file_offset + first * GAIA_PAGE));
+		if (got < 0) {
+			int err = errno;
+			free(buf);
+			return -err;
+		}
+		if ((size_t)got < n * GAIA_PAGE) /* past the end of the file: zeros */
+			memset(buf + got, 0, n * GAIA_PAGE - (size_t)got);
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t p = first + i;
+			if (wanted && !wanted(p, arg))
+				continue;
+			uint64_t sum = XXH3_64bits(buf + i * GAIA_PAGE, GAIA_PAGE);
+			if (s->ready && changed && sum != s->sums[p]) {
+				changed(p, arg);
+				reported++;
+			}
+			s->sums[p] = sum;
+		}
+	}
+	free(buf);
+	s->ready = true;
+	return reported;
+}
