@@ -1,0 +1,70 @@
+/*
+ * driver.h — the driver entry points libcudart uses, resolved the way
+ * static cudart 13 resolves them (driver.c).
+ */
+#ifndef SIMGPU_CUDART_DRIVER_H
+#define SIMGPU_CUDART_DRIVER_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+struct cudart_driver {
+    PFN_cuInit_v2000 Init;
+    PFN_cuDriverGetVersion_v2020 DriverGetVersion;
+    PFN_cuDeviceGet_v2000 DeviceGet;
+    PFN_cuDeviceGetCount_v2000 DeviceGetCount;
+    PFN_cuDeviceGetAttribute_v2000 DeviceGetAttribute;
+    PFN_cuDevicePrimaryCtxRetain_v7000 DevicePrimaryCtxRetain;
+    PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
+    PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
+    PFN_cuCtxSynchronize_v13000 CtxSynchronize;
+    PFN_cuMemAlloc_v3020 MemAlloc;
+    PFN_cuMemAllocManaged_v6000 MemAllocManaged;
+    PFN_cuMemFree_v3020 MemFree;
+    PFN_cuMemGetInfo_v3020 MemGetInfo;
+    PFN_cuMemcpyHtoD_v3020 MemcpyHtoD;
+    PFN_cuMemcpyDtoH_v3020 MemcpyDtoH;
+    PFN_cuMemcpyDtoD_v3020 MemcpyDtoD;
+    PFN_cuMemcpy_v4000 Memcpy;
+    PFN_cuMemcpyAsync_v4000 MemcpyAsync;
+    PFN_cuMemsetD8_v3020 MemsetD8;
+    PFN_cuMemsetD8Async_v3020 MemsetD8Async;
+    PFN_cuStreamCreateWithPriority_v5050 StreamCreateWithPriority;
+    PFN_cuStreamDestroy_v4000 StreamDestroy;
+    PFN_cuStreamSynchronize_v2000 StreamSynchronize;
+    PFN_cuStreamQuery_v2000 StreamQuery;
+    PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+    PFN_cuEventCreate_v2000 EventCreate;
+    PFN_cuEventRecord_v2000 EventRecord;
+    PFN_cuEventSynchronize_v2000 EventSynchronize;
+    PFN_cuEventQuery_v2000 EventQuery;
+    PFN_cuEventElapsedTime_v12080 EventElapsedTime;
+    PFN_cuEventDestroy_v4000 EventDestroy;
+    PFN_cuLaunchKernel_v4000 LaunchKernel;
+    PFN_cuFuncGetParamInfo_v12040 FuncGetParamInfo;
+    PFN_cuMemPrefetchAsync_v12020 MemPrefetchAsync;
+    PFN_cuMemAdvise_v12020 MemAdvise;
+    /* per-thread default stream variants (queried with flags = 2) */
+    PFN_cuMemcpyHtoD_v7000_ptds MemcpyHtoD_ptds;
+    PFN_cuMemcpyDtoH_v7000_ptds MemcpyDtoH_ptds;
+    PFN_cuMemcpyDtoD_v7000_ptds MemcpyDtoD_ptds;
+    PFN_cuMemcpy_v7000_ptds Memcpy_ptds;
+    PFN_cuMemcpyAsync_v7000_ptsz MemcpyAsync_ptsz;
+    PFN_cuMemsetD8_v7000_ptds MemsetD8_ptds;
+    PFN_cuMemsetD8Async_v7000_ptsz MemsetD8Async_ptsz;
+    PFN_cuStreamSynchronize_v7000_ptsz StreamSynchronize_ptsz;
+    PFN_cuStreamQuery_v7000_ptsz StreamQuery_ptsz;
+    PFN_cuStreamWaitEvent_v7000_ptsz StreamWaitEvent_ptsz;
+    PFN_cuEventRecord_v7000_ptsz EventRecord_ptsz;
+    PFN_cuLaunchKernel_v7000_ptsz LaunchKernel_ptsz;
+    PFN_cuMemPrefetchAsync_v12020_ptsz MemPrefetchAsync_ptsz;
+};
+
+extern struct cudart_driver drv;
+
+/* Load libcuda.so.1, resolve every entry point, cuInit(0).  Once; returns
+ * the cudaError_t of that one attempt. */
+cudaError_t cudart_driver_load(void);
+
+#endif

@@ -1,0 +1,437 @@
+/*
+ * runtime.c — the runtime API subset, on top of the driver entry points
+ * in driver.c.  Each thread has a current device (default 0) and a last
+ * error; each device's primary context is retained once and made current
+ * on the calling thread before any work.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "driver.h"
+
+static __thread int current_device;
+static __thread CUcontext thread_ctx;
+static __thread cudaError_t last_error;
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext primary[64];
+
+static const struct { cudaError_t code; const char *name, *text; } errors[] = {
+#include "errors.inc"
+};
+
+static cudaError_t record(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        last_error = e;
+    return e;
+}
+
+/* Driver codes and runtime codes share their numbers for everything the
+ * simulator returns; the launch-specific meanings are mapped by callers. */
+static cudaError_t from_cu(CUresult r)
+{
+    if (r == CUDA_ERROR_NOT_INITIALIZED)
+        return cudaErrorInitializationError;
+    if (r == CUDA_ERROR_INVALID_CONTEXT)
+        return cudaErrorDeviceUninitialized;
+    return (cudaError_t)r;
+}
+
+/* Make the primary context of the thread's current device current. */
+static cudaError_t ready(void)
+{
+    cudaError_t e = cudart_driver_load();
+    if (e != cudaSuccess)
+        return record(e);
+    int n = 0;
+    drv.DeviceGetCount(&n);
+    if (current_device < 0 || current_device >= n || current_device >= 64)
+        return record(cudaErrorInvalidDevice);
+    pthread_mutex_lock(&ctx_lock);
+    CUcontext c = primary[current_device];
+    CUresult r = CUDA_SUCCESS;
+    if (!c) {
+        r = drv.DevicePrimaryCtxRetain(&c, current_device);
+        if (r == CUDA_SUCCESS)
+            primary[current_device] = c;
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    if (r != CUDA_SUCCESS)
+        return record(from_cu(r));
+    if (thread_ctx != c) {
+        if ((r = drv.CtxSetCurrent(c)) != CUDA_SUCCESS)
+            return record(from_cu(r));
+        thread_ctx = c;
+    }
+    return cudaSuccess;
+}
+
+#define READY()                         \
+    do {                                \
+        cudaError_t e_ = ready();       \
+        if (e_ != cudaSuccess)          \
+            return e_;                  \
+    } while (0)
+
+static cudaError_t ret(CUresult r) { return record(from_cu(r)); }
+
+/* ---- errors ---- */
+
+cudaError_t CUDARTAPI cudaGetLastError(void)
+{
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return last_error; }
+
+static int find_error(cudaError_t e)
+{
+    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+        if (errors[i].code == e)
+            return (int)i;
+    return -1;
+}
+
+const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
+{
+    int i = find_error(error);
+    return i < 0 ? "unrecognized error code" : errors[i].text;
+}
+
+const char *CUDARTAPI cudaGetErrorName(cudaError_t error)
+{
+    int i = find_error(error);
+    return i < 0 ? "cudaErrorUnknown" : errors[i].name;
+}
+
+/* ---- devices ---- */
+
+cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
+{
+    cudaError_t e = cudart_driver_load();
+    if (e != cudaSuccess)
+        return record(e);
+    if (!count)
+        return record(cudaErrorInvalidValue);
+    return ret(drv.DeviceGetCount(count));
+}
+
+cudaError_t CUDARTAPI cudaSetDevice(int device)
+{
+    cudaError_t e = cudart_driver_load();
+    if (e != cudaSuccess)
+        return record(e);
+    int n = 0;
+    drv.DeviceGetCount(&n);
+    if (device < 0 || device >= n)
+        return record(cudaErrorInvalidDevice);
+    current_device = device;
+    return ready();
+}
+
+cudaError_t CUDARTAPI cudaGetDevice(int *device)
+{
+    if (!device)
+        return record(cudaErrorInvalidValue);
+    *device = current_device;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    cudaError_t e = cudart_driver_load();
+    if (e != cudaSuccess)
+        return record(e);
+    return ret(drv.DeviceGetAttribute(value, (CUdevice_attribute)attr, device));
+}
+
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
+{
+    READY();
+    return ret(drv.CtxSynchronize(NULL));
+}
+
+/* Resources stay with the process; reset only drains the device. */
+cudaError_t CUDARTAPI cudaDeviceReset(void)
+{
+    READY();
+    return ret(drv.CtxSynchronize(NULL));
+}
+
+cudaError_t CUDARTAPI cudaDriverGetVersion(int *driverVersion)
+{
+    cudaError_t e = cudart_driver_load();
+    if (e != cudaSuccess)
+        return record(e);
+    return ret(drv.DriverGetVersion(driverVersion));
+}
+
+cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *runtimeVersion)
+{
+    if (!runtimeVersion)
+        return record(cudaErrorInvalidValue);
+    *runtimeVersion = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+/* ---- memory ---- */
+
+cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
+{
+    READY();
+    if (!devPtr)
+        return record(cudaErrorInvalidValue);
+    if (size == 0) {
+        *devPtr = NULL;
+        return cudaSuccess;
+    }
+    CUdeviceptr p = 0;
+    CUresult r = drv.MemAlloc(&p, size);
+    *devPtr = (void *)(uintptr_t)p;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+    READY();
+    if (!devPtr)
+        return record(cudaErrorInvalidValue);
+    CUdeviceptr p = 0;
+    CUresult r = drv.MemAllocManaged(&p, size, flags);
+    *devPtr = (void *)(uintptr_t)p;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaFree(void *devPtr)
+{
+    READY();
+    CUresult r = drv.MemFree((CUdeviceptr)(uintptr_t)devPtr);
+    return r == CUDA_ERROR_INVALID_VALUE ? record(cudaErrorInvalidDevicePointer) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    READY();
+    return ret(drv.MemGetInfo(free_bytes, total));
+}
+
+static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, bool ptds)
+{
+    READY();
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
+    switch (kind) {
+    case cudaMemcpyHostToDevice:
+        return ret(ptds ? drv.MemcpyHtoD_ptds(d, src, count) : drv.MemcpyHtoD(d, src, count));
+    case cudaMemcpyDeviceToHost:
+        return ret(ptds ? drv.MemcpyDtoH_ptds(dst, s, count) : drv.MemcpyDtoH(dst, s, count));
+    case cudaMemcpyDeviceToDevice:
+        return ret(ptds ? drv.MemcpyDtoD_ptds(d, s, count) : drv.MemcpyDtoD(d, s, count));
+    case cudaMemcpyHostToHost:
+    case cudaMemcpyDefault:
+        return ret(ptds ? drv.Memcpy_ptds(d, s, count) : drv.Memcpy(d, s, count));
+    default:
+        return record(cudaErrorInvalidMemcpyDirection);
+    }
+}
+
+cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{ return memcpy_sync(dst, src, count, kind, false); }
+cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{ return memcpy_sync(dst, src, count, kind, true); }
+
+/* The driver classifies both pointers (unified addressing), so every kind
+ * goes through cuMemcpyAsync; the kind is checked for range only. */
+static cudaError_t memcpy_async(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                cudaStream_t stream, bool ptds)
+{
+    READY();
+    if ((int)kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+        return record(cudaErrorInvalidMemcpyDirection);
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
+    return ret(ptds ? drv.MemcpyAsync_ptsz(d, s, count, stream) : drv.MemcpyAsync(d, s, count, stream));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                      cudaStream_t stream)
+{ return memcpy_async(dst, src, count, kind, stream, false); }
+cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                           cudaStream_t stream)
+{ return memcpy_async(dst, src, count, kind, stream, true); }
+
+cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
+{
+    READY();
+    return ret(drv.MemsetD8((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count));
+}
+cudaError_t CUDARTAPI cudaMemset_ptds(void *devPtr, int value, size_t count)
+{
+    READY();
+    return ret(drv.MemsetD8_ptds((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count));
+}
+cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.MemsetD8Async((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count, stream));
+}
+cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.MemsetD8Async_ptsz((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count, stream));
+}
+
+static CUmemLocation to_cu_location(struct cudaMemLocation l)
+{
+    CUmemLocation c;
+    memset(&c, 0, sizeof(c));
+    c.type = (CUmemLocationType)l.type;
+    c.id = l.id;
+    return c;
+}
+
+cudaError_t CUDARTAPI cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location,
+                                           unsigned int flags, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.MemPrefetchAsync((CUdeviceptr)(uintptr_t)devPtr, count, to_cu_location(location), flags, stream));
+}
+cudaError_t CUDARTAPI cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location,
+                                                unsigned int flags, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.MemPrefetchAsync_ptsz((CUdeviceptr)(uintptr_t)devPtr, count, to_cu_location(location), flags,
+                                         stream));
+}
+
+cudaError_t CUDARTAPI cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice,
+                                    struct cudaMemLocation location)
+{
+    READY();
+    return ret(drv.MemAdvise((CUdeviceptr)(uintptr_t)devPtr, count, (CUmem_advise)advice, to_cu_location(location)));
+}
+
+/* ---- launches ---- */
+
+static cudaError_t launch(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t stream, bool ptds)
+{
+    READY();
+    CUresult r = ptds ? drv.LaunchKernel_ptsz((CUfunction)func, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem,
+                                              stream, args, NULL)
+                      : drv.LaunchKernel((CUfunction)func, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, stream,
+                                         args, NULL);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+        return record(cudaErrorInvalidConfiguration);
+    if (r == CUDA_ERROR_INVALID_HANDLE)
+        return record(cudaErrorInvalidDeviceFunction);
+    return ret(r);
+}
+
+cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                                       cudaStream_t stream)
+{ return launch(func, gridDim, blockDim, args, sharedMem, stream, false); }
+cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                            size_t sharedMem, cudaStream_t stream)
+{ return launch(func, gridDim, blockDim, args, sharedMem, stream, true); }
+
+cudaError_t CUDARTAPI cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+                                           size_t *paramSize)
+{
+    READY();
+    CUresult r = drv.FuncGetParamInfo((CUfunction)func, paramIndex, paramOffset, paramSize);
+    return r == CUDA_ERROR_INVALID_HANDLE ? record(cudaErrorInvalidDeviceFunction) : ret(r);
+}
+
+/* ---- streams ---- */
+
+cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+{
+    READY();
+    return ret(drv.StreamCreateWithPriority(pStream, flags, priority));
+}
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{ return cudaStreamCreateWithPriority(pStream, flags, 0); }
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream)
+{ return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0); }
+
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream)
+{
+    READY();
+    return ret(drv.StreamDestroy(stream));
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
+{
+    READY();
+    return ret(drv.StreamSynchronize(stream));
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
+{
+    READY();
+    return ret(drv.StreamSynchronize_ptsz(stream));
+}
+/* NOT_READY is a status, not an error: it does not become the last error. */
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
+{
+    READY();
+    CUresult r = drv.StreamQuery(stream);
+    return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : ret(r);
+}
+cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream)
+{
+    READY();
+    CUresult r = drv.StreamQuery_ptsz(stream);
+    return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : ret(r);
+}
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    READY();
+    return ret(drv.StreamWaitEvent(stream, event, flags));
+}
+cudaError_t CUDARTAPI cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    READY();
+    return ret(drv.StreamWaitEvent_ptsz(stream, event, flags));
+}
+
+/* ---- events ---- */
+
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    READY();
+    return ret(drv.EventCreate(event, flags));
+}
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.EventRecord(event, stream));
+}
+cudaError_t CUDARTAPI cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.EventRecord_ptsz(event, stream));
+}
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
+{
+    READY();
+    return ret(drv.EventSynchronize(event));
+}
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
+{
+    READY();
+    CUresult r = drv.EventQuery(event);
+    return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : ret(r);
+}
+cudaError_t CUDARTAPI cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    READY();
+    CUresult r = drv.EventElapsedTime(ms, start, end);
+    return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : ret(r);
+}
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event)
+{
+    READY();
+    return ret(drv.EventDestroy(event));
+}

@@ -1,0 +1,74 @@
+/*
+ * simgpu.h — the simulator's own small interface (not part of CUDA).
+ *
+ * Exported from libcuda.so.1: accounting queries and the kernel registry
+ * that simgpu_kernel.h's SIMGPU_KERNEL() registrations feed.  Everything
+ * else the simulator offers is reached through the real CUDA headers.
+ */
+#ifndef SIMGPU_H
+#define SIMGPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-device accounting.  Counters only grow; they cover the whole life of
+ * the process.  "transfers" count API-level copies, not bytes. */
+struct simgpu_stats {
+    uint64_t htod_bytes, htod_transfers;   /* host -> device copies */
+    uint64_t dtoh_bytes, dtoh_transfers;   /* device -> host copies */
+    uint64_t dtod_bytes, dtod_transfers;   /* device -> device copies */
+    uint64_t memset_bytes, memsets;        /* device memsets */
+    uint64_t kernels_launched;             /* accepted by cuLaunchKernel* */
+    uint64_t kernels_completed;            /* finished in the device process */
+    uint64_t uvm_faults;                   /* managed-memory faults (UVM model: not yet) */
+    uint64_t uvm_migrated_bytes;           /* bytes migrated by faults or prefetch */
+};
+
+/* Copy device `device`'s counters into *out.  Returns 0, -EINVAL for a bad
+ * device or NULL out, -ENODEV before cuInit has started the devices. */
+int simgpu_stats_get(int device, struct simgpu_stats *out);
+
+/* ---- kernel registry (filled by SIMGPU_KERNEL, see simgpu_kernel.h) ---- */
+
+#define SIMGPU_KERNEL_ABI 1
+#define SIMGPU_MAX_KERNEL_PARAMS 64
+#define SIMGPU_MAX_ARGS_BYTES 4096
+
+/* Grid and block of one launch, as the trampoline needs them. */
+struct simgpu_launch_dims {
+    unsigned grid[3];
+    unsigned block[3];
+};
+
+/* Runs blocks [block_begin, block_end) (linear block index, x fastest) of
+ * one launch, every thread of each block, with the packed argument buffer
+ * `args` laid out as the descriptor says. */
+typedef void (*simgpu_trampoline_fn)(const void *args, const struct simgpu_launch_dims *dims,
+                                     uint64_t block_begin, uint64_t block_end);
+
+struct simgpu_kernel_desc {
+    unsigned abi;                 /* SIMGPU_KERNEL_ABI */
+    const char *name;             /* source name, for cuFuncGetName */
+    const void *func;             /* host address of the kernel: the CUfunction */
+    simgpu_trampoline_fn trampoline;
+    unsigned nparams;
+    const unsigned *param_offset; /* nparams entries */
+    const unsigned *param_size;   /* nparams entries */
+    unsigned args_bytes;          /* size of the packed argument buffer */
+};
+
+/* Register a kernel.  Called from static constructors, so it must work
+ * before cuInit.  Kernels registered after cuInit started the device
+ * processes live in code those processes may not have: launching them
+ * fails with CUDA_ERROR_INVALID_HANDLE.  Returns 0 or -errno. */
+int simgpu_register_kernel(const struct simgpu_kernel_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMGPU_H */

@@ -1,0 +1,395 @@
+/*
+ * api_memory.c — allocation, copies and memsets.
+ *
+ * Copies that touch host memory are done by the host through its private
+ * view of device memory, in stream order (queue.c, sim_gated_host_copy);
+ * they return once the copy is done, which is what real CUDA does for
+ * pageable host memory.  Device-to-device copies and memsets run in the
+ * device process, asynchronously, as real CUDA does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "sim.h"
+
+static CUdeviceptr window_ptr(struct sim_device *d, uint64_t off)
+{
+    return (CUdeviceptr)(uintptr_t)(d->window + off);
+}
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    struct sim_device *d;
+    CUresult r = sim_current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t off;
+    pthread_mutex_lock(&d->alloc_lock);
+    int rc = sim_alloc_get(&d->device_mem, bytesize, &off);
+    pthread_mutex_unlock(&d->alloc_lock);
+    if (rc)
+        return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+    *dptr = window_ptr(d, off);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    struct sim_device *d;
+    CUresult r = sim_current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t off;
+    pthread_mutex_lock(&d->alloc_lock);
+    int rc = sim_alloc_get(&d->managed_mem, bytesize, &off);
+    pthread_mutex_unlock(&d->alloc_lock);
+    if (rc)
+        return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+    *dptr = window_ptr(d, d->mem_bytes + off);
+    return CUDA_SUCCESS;
+}
+
+/* cuMemFree may synchronize (cuda.h); this one always does, on the owning
+ * device, so no queued op still uses the memory.  Freed pages go back to
+ * the system (a later allocation reads zeros, not old data). */
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (dptr == 0)
+        return CUDA_SUCCESS;
+    struct sim_device *d = NULL;
+    for (int i = 0; i < sim.ndevices; i++) {
+        uint64_t base = (uint64_t)(uintptr_t)sim.dev[i].window;
+        if (dptr >= base && dptr < base + sim.dev[i].window_bytes)
+            d = &sim.dev[i];
+    }
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d->sh->sticky_error)
+        return (CUresult)d->sh->sticky_error;
+    int rc = sim_device_sync(d);
+    if (rc)
+        return sim_errno_to_cu(rc);
+    uint64_t off = dptr - (uint64_t)(uintptr_t)d->window;
+    bool managed = off >= d->mem_bytes;
+    if (managed) {
+        /* freed managed blocks go back to their initial state: on the host */
+        struct sim_device *md;
+        if (sim_ptr_classify(dptr, 1, &md, NULL) != SIM_PTR_MANAGED)
+            return CUDA_ERROR_INVALID_VALUE;
+        pthread_mutex_lock(&d->alloc_lock);
+        const struct sim_extent *me = sim_alloc_find(&d->managed_mem, off - d->mem_bytes, 1);
+        uint64_t msize = me ? me->size : 0;
+        pthread_mutex_unlock(&d->alloc_lock);
+        struct sim_op op = { .kind = SIM_OP_PREFETCH, .stream = SIM_STREAM_LEGACY_SLOT };
+        op.u.prefetch.addr = dptr;
+        op.u.prefetch.bytes = msize;
+        op.u.prefetch.to_device = 0;
+        if ((rc = sim_submit(d, &op, NULL)) || (rc = sim_device_sync(d)))
+            return sim_errno_to_cu(rc);
+    }
+    struct sim_alloc *a = managed ? &d->managed_mem : &d->device_mem;
+    uint64_t aoff = managed ? off - d->mem_bytes : off;
+    pthread_mutex_lock(&d->alloc_lock);
+    const struct sim_extent *e = sim_alloc_find(a, aoff, 1);
+    uint64_t size = e && e->off == aoff ? e->size : 0;
+    if (size)
+        sim_alloc_put(a, aoff);
+    pthread_mutex_unlock(&d->alloc_lock);
+    if (!size)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t lo = (off + 4095) & ~4095ull, hi = (off + size) & ~4095ull;
+    if (hi > lo)
+        fallocate(d->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    struct sim_device *d;
+    CUresult r = sim_current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&d->alloc_lock);
+    *total = d->mem_bytes;
+    *free_bytes = d->mem_bytes - d->device_mem.used_bytes;
+    pthread_mutex_unlock(&d->alloc_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---- copies ---- */
+
+enum dir { HTOD, DTOH };
+
+static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, CUstream s, bool ptds)
+{
+    struct sim_device *sd, *d;
+    uint32_t slot;
+    CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!host)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *view;
+    int kind = sim_ptr_classify(dev, n, &d, &view);
+    if (kind <= SIM_PTR_HOST || d != sd)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* the host side may be host or managed memory (the host touches the
+     * latter through its own window, faulting blocks home), never device */
+    struct sim_device *hd;
+    int hk = sim_ptr_classify((uint64_t)(uintptr_t)host, n, &hd, NULL);
+    if (hk < 0 || hk == SIM_PTR_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = dir == HTOD ? sim_gated_host_copy(d, slot, view, host, n)
+                         : sim_gated_host_copy(d, slot, host, view, n);
+    if (d->sh->sticky_error)
+        return (CUresult)d->sh->sticky_error;
+    if (rc)
+        return sim_errno_to_cu(rc);
+    struct simgpu_stats *st = &d->sh->stats;
+    sim_stats_add(d, dir == HTOD ? &st->htod_bytes : &st->dtoh_bytes, n);
+    sim_stats_add(d, dir == HTOD ? &st->htod_transfers : &st->dtoh_transfers, 1);
+    return CUDA_SUCCESS;
+}
+
+static CUresult dtod_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds)
+{
+    struct sim_device *sd, *dd, *srcd;
+    uint32_t slot;
+    CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    unsigned char *dview, *sview;
+    if (sim_ptr_classify(dst, n, &dd, &dview) <= SIM_PTR_HOST ||
+        sim_ptr_classify(src, n, &srcd, &sview) <= SIM_PTR_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dd != srcd) {
+        /* between devices: through the host's views, after both drained */
+        int rc = sim_device_sync(dd);
+        if (!rc)
+            rc = sim_device_sync(srcd);
+        if (rc)
+            return sim_errno_to_cu(rc);
+        memmove(dview, sview, n);
+        sim_stats_add(srcd, &srcd->sh->stats.dtod_bytes, n);
+        sim_stats_add(srcd, &srcd->sh->stats.dtod_transfers, 1);
+        return CUDA_SUCCESS;
+    }
+    if (dd != sd)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_op op = { .kind = SIM_OP_DTOD, .stream = slot };
+    op.u.copy.dst = dst;
+    op.u.copy.src = src;
+    op.u.copy.bytes = n;
+    return sim_errno_to_cu(sim_submit(sd, &op, NULL));
+}
+
+/* cuMemcpy with unified addressing: the kinds of both pointers decide. */
+static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_device *d;
+    int dk = sim_ptr_classify(dst, n, &d, NULL), sk = sim_ptr_classify(src, n, &d, NULL);
+    if (dk < 0 || sk < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dk == SIM_PTR_HOST && sk == SIM_PTR_HOST) {
+        struct sim_device *sd;
+        uint32_t slot;
+        r = sim_stream_resolve(s, ptds, &sd, &slot);
+        if (r == CUDA_SUCCESS)
+            r = sim_errno_to_cu(sim_stream_sync(sd, slot));
+        if (r == CUDA_SUCCESS && n)
+            memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+        return r;
+    }
+    if (sk == SIM_PTR_HOST)
+        return host_copy(HTOD, dst, (void *)(uintptr_t)src, n, s, ptds);
+    if (dk == SIM_PTR_HOST)
+        return host_copy(DTOH, src, (void *)(uintptr_t)dst, n, s, ptds);
+    return dtod_copy(dst, src, n, s, ptds);
+}
+
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{ return host_copy(HTOD, dst, (void *)src, n, NULL, false); }
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{ return host_copy(HTOD, dst, (void *)src, n, NULL, true); }
+CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{ return host_copy(DTOH, src, dst, n, NULL, false); }
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{ return host_copy(DTOH, src, dst, n, NULL, true); }
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return dtod_copy(dst, src, n, NULL, false); }
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return dtod_copy(dst, src, n, NULL, true); }
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return host_copy(HTOD, dst, (void *)src, n, s, false); }
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return host_copy(HTOD, dst, (void *)src, n, s, true); }
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return host_copy(DTOH, src, dst, n, s, false); }
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return host_copy(DTOH, src, dst, n, s, true); }
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return dtod_copy(dst, src, n, s, false); }
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return dtod_copy(dst, src, n, s, true); }
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return uva_copy(dst, src, n, NULL, false); }
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return uva_copy(dst, src, n, NULL, true); }
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return uva_copy(dst, src, n, s, false); }
+CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return uva_copy(dst, src, n, s, true); }
+
+/* ---- memsets (asynchronous to the host, as on hardware) ---- */
+
+static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t count, CUstream s, bool ptds)
+{
+    struct sim_device *sd, *d;
+    uint32_t slot;
+    CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (count == 0)
+        return CUDA_SUCCESS;
+    if ((elem == 4 && (dst & 3)) || count > SIZE_MAX / elem)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sim_ptr_classify(dst, count * elem, &d, NULL) <= SIM_PTR_HOST || d != sd)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_op op = { .kind = SIM_OP_MEMSET, .stream = slot };
+    op.u.memset.dst = dst;
+    op.u.memset.value = value;
+    op.u.memset.elem_bytes = elem;
+    op.u.memset.count = count;
+    return sim_errno_to_cu(sim_submit(sd, &op, NULL));
+}
+
+CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)
+{ return memset_op(dst, uc, 1, n, NULL, false); }
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n)
+{ return memset_op(dst, uc, 1, n, NULL, true); }
+CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n)
+{ return memset_op(dst, ui, 4, n, NULL, false); }
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n)
+{ return memset_op(dst, ui, 4, n, NULL, true); }
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s)
+{ return memset_op(dst, uc, 1, n, s, false); }
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s)
+{ return memset_op(dst, uc, 1, n, s, true); }
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s)
+{ return memset_op(dst, ui, 4, n, s, false); }
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s)
+{ return memset_op(dst, ui, 4, n, s, true); }
+
+/* ---- pointer attributes and managed-memory hints ---- */
+
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_device *d;
+    int kind = sim_ptr_classify(ptr, 1, &d, NULL);
+    if (kind <= SIM_PTR_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(int *)data = kind == SIM_PTR_MANAGED;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = d->ordinal;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = (CUcontext)&d->ctx;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+static CUresult managed_hint(CUdeviceptr p, size_t count)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_device *d;
+    return sim_ptr_classify(p, count ? count : 1, &d, NULL) == SIM_PTR_MANAGED ? CUDA_SUCCESS
+                                                                             : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Read-mostly is modelled (uvm.c); preferred location and accessed-by are
+ * accepted and ignored. */
+static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice)
+{
+    CUresult r = managed_hint(p, count);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY || advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY) {
+        struct sim_device *d;
+        sim_ptr_classify(p, count, &d, NULL);
+        sim_uvm_set_read_mostly(d, p, count, advice == CU_MEM_ADVISE_SET_READ_MOSTLY);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advice, CUdevice device)
+{ (void)device; return advise(p, count, advice); }
+CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation location)
+{ (void)location; return advise(p, count, advice); }
+
+/* Bulk migration in stream order, without per-fault cost. */
+static CUresult prefetch(CUdeviceptr p, size_t count, bool to_device, int device, CUstream s, bool ptds)
+{
+    struct sim_device *sd, *d;
+    uint32_t slot;
+    CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (count == 0 || sim_ptr_classify(p, count, &d, NULL) != SIM_PTR_MANAGED || d != sd)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (to_device && device != d->ordinal)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_op op = { .kind = SIM_OP_PREFETCH, .stream = slot };
+    op.u.prefetch.addr = p;
+    op.u.prefetch.bytes = count;
+    op.u.prefetch.to_device = to_device;
+    return sim_errno_to_cu(sim_submit(d, &op, NULL));
+}
+
+static bool location_is_device(CUmemLocation l)
+{
+    return l.type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t count, CUdevice dst, CUstream s)
+{ return prefetch(p, count, dst != CU_DEVICE_CPU, dst, s, false); }
+CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t count, CUdevice dst, CUstream s)
+{ return prefetch(p, count, dst != CU_DEVICE_CPU, dst, s, true); }
+CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation loc, unsigned int flags, CUstream s)
+{ (void)flags; return prefetch(p, count, location_is_device(loc), loc.id, s, false); }
+CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUmemLocation loc, unsigned int flags, CUstream s)
+{ (void)flags; return prefetch(p, count, location_is_device(loc), loc.id, s, true); }

@@ -1,0 +1,373 @@
+/*
+ * executor.c — the device process: worker threads that run commands in
+ * stream order.
+ *
+ * Ordering rules (CUDA programming guide, "Default stream"):
+ *   - ops of one stream run one at a time, in submission order;
+ *   - an op on the legacy default stream (slot 0) waits for every earlier op
+ *     of every blocking stream;
+ *   - an op on a blocking stream waits for every earlier legacy-stream op;
+ *   - non-blocking streams only follow their own order;
+ *   - a WAIT op (cuStreamWaitEvent) waits until its target stream completed
+ *     the recorded seq.
+ * An op stays at the head of its stream queue until it has completed, so
+ * "every earlier op of stream t is complete" is "head(t) is later or t is
+ * empty".  All scheduler state is guarded by the shared control lock.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+struct qnode {
+    struct qnode *next;
+    /* kernels: blocks are handed out in chunks to every idle worker */
+    uint64_t blocks_total, next_block, blocks_done, chunk;
+    struct sim_op op;
+};
+
+struct dstream {
+    struct qnode *head, *tail;
+    bool running;
+};
+
+static struct sim_device *D;
+static struct sim_shared *SH;
+static struct dstream dq[SIM_MAX_STREAMS];
+static uint32_t rr_next;
+
+static __thread sigjmp_buf *fault_jb;
+
+/* A fault in a worker: a managed block resident on the host migrates here
+ * (uvm.c) and the access retries; inside a kernel anything else abandons
+ * the launch; elsewhere it is fatal (the host then reports the device lost). */
+static void fault_handler(int sig, siginfo_t *si, void *uc)
+{
+    if ((sig == SIGSEGV || sig == SIGBUS) && sim_uvm_device_fault(D, (uintptr_t)si->si_addr, uc))
+        return;
+    if (fault_jb)
+        siglongjmp(*fault_jb, sig);
+    signal(sig, SIG_DFL);
+}
+
+/* Move newly submitted ops from the shared ring into per-stream queues. */
+static void ingest(void)
+{
+    bool any = false;
+    while (SH->ring_head < SH->ring_tail) {
+        const struct sim_op *src = &SH->ring[SH->ring_head % SIM_RING_SLOTS];
+        struct qnode *n = malloc(sizeof(*n));
+        if (!n)
+            break;      /* retried on the next pass */
+        size_t len = offsetof(struct sim_op, args);
+        if (src->kind == SIM_OP_KERNEL)
+            len += src->u.kernel.args_bytes;
+        memcpy(&n->op, src, len);
+        n->next = NULL;
+        struct dstream *q = &dq[n->op.stream];
+        if (q->tail)
+            q->tail->next = n;
+        else
+            q->head = n;
+        q->tail = n;
+        SH->ring_head++;
+        any = true;
+    }
+    if (any)
+        pthread_cond_broadcast(&SH->host_cv);  /* ring space */
+}
+
+static bool is_blocking(uint32_t s)
+{
+    return !(SH->streams[s].flags & SIM_STREAM_NONBLOCKING);
+}
+
+static bool deps_met(const struct sim_op *op)
+{
+    uint32_t s = op->stream;
+    if (s == SIM_STREAM_LEGACY_SLOT) {
+        for (uint32_t t = 1; t < SIM_MAX_STREAMS; t++)
+            if (dq[t].head && dq[t].head->op.seq < op->seq && is_blocking(t))
+                return false;
+    } else if (is_blocking(s)) {
+        const struct qnode *h = dq[SIM_STREAM_LEGACY_SLOT].head;
+        if (h && h->op.seq < op->seq)
+            return false;
+    }
+    if (op->kind == SIM_OP_WAIT)
+        return SH->streams[op->u.wait.stream].completed_seq >= op->u.wait.seq;
+    return true;
+}
+
+static struct qnode *pick(void)
+{
+    for (uint32_t i = 0; i < SIM_MAX_STREAMS; i++) {
+        uint32_t s = (rr_next + i) % SIM_MAX_STREAMS;
+        struct qnode *h = dq[s].head;
+        if (h && !dq[s].running && deps_met(&h->op)) {
+            dq[s].running = true;
+            rr_next = s + 1;
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/* Runs blocks [b0, b1) of a kernel; a fault poisons the device (sticky
+ * error) and the rest of the launch is skipped. */
+static void run_blocks(const struct sim_op *op, uint64_t b0, uint64_t b1)
+{
+    sigjmp_buf jb;
+    int sig = sigsetjmp(jb, 1);
+    if (sig == 0) {
+        fault_jb = &jb;
+        op->u.kernel.trampoline(op->args, &op->u.kernel.dims, b0, b1);
+        fault_jb = NULL;
+        return;
+    }
+    fault_jb = NULL;
+    CUresult err = (sig == SIGSEGV || sig == SIGBUS) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED;
+    pthread_mutex_lock(&SH->lock);
+    if (!SH->sticky_error)
+        SH->sticky_error = err;
+    pthread_mutex_unlock(&SH->lock);
+}
+
+static void run_memset(const struct sim_op *op)
+{
+    unsigned char *dst = (unsigned char *)(uintptr_t)op->u.memset.dst;
+    uint64_t n = op->u.memset.count;
+    if (op->u.memset.elem_bytes == 1) {
+        memset(dst, (int)(op->u.memset.value & 0xff), n);
+    } else {
+        uint32_t v = op->u.memset.value;
+        uint32_t *p = (uint32_t *)dst;
+        for (uint64_t i = 0; i < n; i++)
+            p[i] = v;
+    }
+    __atomic_fetch_add(&SH->stats.memset_bytes, n * op->u.memset.elem_bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&SH->stats.memsets, 1, __ATOMIC_RELAXED);
+}
+
+/* Runs with the lock held: the host copies while this worker holds the
+ * stream's place, then releases the gate. */
+static void run_gate(const struct sim_op *op)
+{
+    uint32_t g = op->u.gate.gate;
+    SH->gates[g] = GATE_REACHED;
+    pthread_cond_broadcast(&SH->host_cv);
+    while (SH->gates[g] != GATE_RELEASED)
+        pthread_cond_wait(&SH->dev_cv, &SH->lock);
+    SH->gates[g] = GATE_FREE;
+}
+
+/* Memsets, copies and prefetches touch device memory outside kernels; a
+ * fault there (an unmapped or inaccessible VMM range) is the same sticky
+ * illegal-address error as in a kernel. */
+static void execute(struct qnode *n)
+{
+    const struct sim_op *op = &n->op;
+    if (__atomic_load_n(&SH->sticky_error, __ATOMIC_RELAXED) != 0)
+        return;
+    sigjmp_buf jb;
+    int sig = sigsetjmp(jb, 1);
+    if (sig != 0) {
+        fault_jb = NULL;
+        pthread_mutex_lock(&SH->lock);
+        if (!SH->sticky_error)
+            SH->sticky_error = CUDA_ERROR_ILLEGAL_ADDRESS;
+        pthread_mutex_unlock(&SH->lock);
+        return;
+    }
+    fault_jb = &jb;
+    switch (op->kind) {
+    case SIM_OP_MEMSET:
+        run_memset(op);
+        break;
+    case SIM_OP_PREFETCH:
+        sim_uvm_prefetch(D, op->u.prefetch.addr, op->u.prefetch.bytes, op->u.prefetch.to_device);
+        break;
+    case SIM_OP_DTOD:
+        memmove((void *)(uintptr_t)op->u.copy.dst, (const void *)(uintptr_t)op->u.copy.src, op->u.copy.bytes);
+        __atomic_fetch_add(&SH->stats.dtod_bytes, op->u.copy.bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&SH->stats.dtod_transfers, 1, __ATOMIC_RELAXED);
+        break;
+    default:
+        break;
+    }
+    fault_jb = NULL;
+}
+
+/* Called with the lock held when op n has finished. */
+static void complete(struct qnode *n)
+{
+    struct dstream *q = &dq[n->op.stream];
+    q->head = n->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->running = false;
+    SH->streams[n->op.stream].completed_seq = n->op.seq;
+    free(n);
+    pthread_cond_broadcast(&SH->host_cv);
+    pthread_cond_broadcast(&SH->dev_cv);
+}
+
+/* A running kernel with blocks still to hand out, or NULL. */
+static struct qnode *joinable_kernel(void)
+{
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++) {
+        struct qnode *h = dq[s].head;
+        if (h && dq[s].running && h->op.kind == SIM_OP_KERNEL && h->next_block < h->blocks_total)
+            return h;
+    }
+    return NULL;
+}
+
+/* Take chunks of blocks until none are left; called and returns with the
+ * lock held.  Whoever finishes the last chunk completes the op. */
+static void work_on_kernel(struct qnode *n)
+{
+    while (n->next_block < n->blocks_total) {
+        uint64_t b0 = n->next_block;
+        uint64_t b1 = b0 + n->chunk < n->blocks_total ? b0 + n->chunk : n->blocks_total;
+        n->next_block = b1;
+        if (n->next_block < n->blocks_total)
+            pthread_cond_broadcast(&SH->dev_cv);    /* more for idle workers */
+        bool poisoned = SH->sticky_error != 0;
+        pthread_mutex_unlock(&SH->lock);
+        if (!poisoned)
+            run_blocks(&n->op, b0, b1);
+        pthread_mutex_lock(&SH->lock);
+        n->blocks_done += b1 - b0;
+        if (n->blocks_done == n->blocks_total) {
+            if (!SH->sticky_error)
+                __atomic_fetch_add(&SH->stats.kernels_completed, 1, __ATOMIC_RELAXED);
+            complete(n);
+            return;
+        }
+    }
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&SH->lock);
+    for (;;) {
+        ingest();
+        struct qnode *n = pick();
+        if (!n) {
+            struct qnode *k = joinable_kernel();
+            if (k)
+                work_on_kernel(k);
+            else
+                pthread_cond_wait(&SH->dev_cv, &SH->lock);
+            continue;
+        }
+        if (n->op.kind == SIM_OP_KERNEL) {
+            const struct simgpu_launch_dims *dm = &n->op.u.kernel.dims;
+            n->blocks_total = (uint64_t)dm->grid[0] * dm->grid[1] * dm->grid[2];
+            n->next_block = n->blocks_done = 0;
+            n->chunk = n->blocks_total / (4ull * sim.env.workers);
+            if (n->chunk == 0)
+                n->chunk = 1;
+            work_on_kernel(n);
+            continue;
+        }
+        if (n->op.kind == SIM_OP_HOST_GATE) {
+            run_gate(&n->op);
+        } else if (n->op.kind == SIM_OP_EVENT_RECORD) {
+            struct sim_event_slot *e = &SH->events[n->op.u.record.event];
+            if (e->seq == n->op.seq)
+                e->time_ns = sim_now_ns();
+        } else if (n->op.kind == SIM_OP_VMM) {
+            SH->vmm_result = sim_vmm_device_op(D, &n->op);
+        } else if (n->op.kind != SIM_OP_NOP && n->op.kind != SIM_OP_WAIT) {
+            pthread_mutex_unlock(&SH->lock);
+            execute(n);
+            pthread_mutex_lock(&SH->lock);
+        }
+        complete(n);
+    }
+    return NULL;
+}
+
+/* Reset what the device process inherited from the application: its
+ * signal handlers (they belong to the host's program) and its mask. */
+static void setup_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &sa, NULL);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    sigaction(SIGILL, &sa, NULL);
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+}
+
+int sim_spawn_device_thread(unsigned index, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    size_t bytes;
+    void *stack = sim_vmm_device_stack(index, &bytes);
+    if (stack)
+        pthread_attr_setstack(&a, stack, bytes);
+    pthread_t t;
+    int rc = pthread_create(&t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
+void sim_device_main(struct sim_device *d)
+{
+    pid_t parent = getppid();
+    D = d;
+    SH = d->sh;
+    setup_signals();
+    if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
+        _exit(3);
+    sim_uvm_start_device(d);    /* the managed area: closed until blocks migrate here */
+    __atomic_store_n(&d->sh->device_ready, 1, __ATOMIC_RELEASE);
+    /* One malloc arena (the inherited heap) and thread stacks from the VMM
+     * arena's tail: the device process adds no mappings of its own where the
+     * host might later honour an address hint (vmm.c). */
+    mallopt(M_ARENA_MAX, 1);
+    for (unsigned i = 0; i < sim.env.workers; i++) {
+        if (sim_spawn_device_thread(i, worker, NULL) != 0)
+            _exit(4);
+    }
+    /* Die with the host process.  A pidfd becomes readable when the whole
+     * process exits (PR_SET_PDEATHSIG only tracks the forking thread). */
+    int pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
+    for (;;) {
+        if (pidfd >= 0) {
+            struct pollfd p = { .fd = pidfd, .events = POLLIN };
+            if (poll(&p, 1, 1000) > 0)
+                _exit(0);
+        } else {
+            sleep(1);
+        }
+        if (getppid() != parent)
+            _exit(0);
+    }
+}

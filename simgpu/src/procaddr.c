@@ -1,0 +1,224 @@
+/*
+ * procaddr.c — cuGetProcAddress: one table of entry points, selected by
+ * (base name, cudaVersion, flags) as the real driver does.
+ *
+ * Each row names the ABI function and the cudaTypedefs.h PFN type of that
+ * (name, version[, _ptsz]) pair; a static assertion per row checks that
+ * the function has exactly that type.  For a base name, the row with the
+ * highest version <= cudaVersion wins; with the per-thread-default-stream
+ * flag, _ptsz/_ptds rows are preferred and legacy rows are the fallback
+ * (cuda.h, cuGetProcAddress documentation).
+ */
+#include <string.h>
+#include <cudaTypedefs.h>
+
+#include "sim.h"
+
+#define PT 1   /* row is a per-thread (_ptsz/_ptds) variant */
+
+#define SIM_ENTRY_POINTS(X)                                                                 \
+    X(cuInit, 2000, 0, cuInit, PFN_cuInit_v2000)                                            \
+    X(cuDriverGetVersion, 2020, 0, cuDriverGetVersion, PFN_cuDriverGetVersion_v2020)        \
+    X(cuDeviceGet, 2000, 0, cuDeviceGet, PFN_cuDeviceGet_v2000)                             \
+    X(cuDeviceGetCount, 2000, 0, cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)              \
+    X(cuDeviceGetName, 2000, 0, cuDeviceGetName, PFN_cuDeviceGetName_v2000)                 \
+    X(cuDeviceGetAttribute, 2000, 0, cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)  \
+    X(cuDeviceTotalMem, 3020, 0, cuDeviceTotalMem_v2, PFN_cuDeviceTotalMem_v3020)           \
+    X(cuDeviceGetUuid, 9020, 0, cuDeviceGetUuid, PFN_cuDeviceGetUuid_v9020)                 \
+    X(cuDeviceGetUuid, 11040, 0, cuDeviceGetUuid_v2, PFN_cuDeviceGetUuid_v11040)            \
+    X(cuDevicePrimaryCtxRetain, 7000, 0, cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000) \
+    X(cuDevicePrimaryCtxRelease, 7000, 0, cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v7000) \
+    X(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2, PFN_cuDevicePrimaryCtxRelease_v11000) \
+    X(cuDevicePrimaryCtxSetFlags, 7000, 0, cuDevicePrimaryCtxSetFlags, PFN_cuDevicePrimaryCtxSetFlags_v7000) \
+    X(cuDevicePrimaryCtxSetFlags, 11000, 0, cuDevicePrimaryCtxSetFlags_v2, PFN_cuDevicePrimaryCtxSetFlags_v11000) \
+    X(cuDevicePrimaryCtxGetState, 7000, 0, cuDevicePrimaryCtxGetState, PFN_cuDevicePrimaryCtxGetState_v7000) \
+    X(cuDevicePrimaryCtxReset, 7000, 0, cuDevicePrimaryCtxReset, PFN_cuDevicePrimaryCtxReset_v7000) \
+    X(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2, PFN_cuDevicePrimaryCtxReset_v11000) \
+    X(cuCtxPushCurrent, 4000, 0, cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000)            \
+    X(cuCtxPopCurrent, 4000, 0, cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000)               \
+    X(cuCtxGetCurrent, 4000, 0, cuCtxGetCurrent, PFN_cuCtxGetCurrent_v4000)                 \
+    X(cuCtxSetCurrent, 4000, 0, cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                 \
+    X(cuCtxGetDevice, 2000, 0, cuCtxGetDevice, PFN_cuCtxGetDevice_v2000)                    \
+    X(cuCtxGetDevice, 13000, 0, cuCtxGetDevice_v2, PFN_cuCtxGetDevice_v13000)               \
+    X(cuCtxSynchronize, 2000, 0, cuCtxSynchronize, PFN_cuCtxSynchronize_v2000)              \
+    X(cuCtxSynchronize, 13000, 0, cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000)         \
+    X(cuMemAlloc, 3020, 0, cuMemAlloc_v2, PFN_cuMemAlloc_v3020)                             \
+    X(cuMemAllocManaged, 6000, 0, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000)           \
+    X(cuMemFree, 3020, 0, cuMemFree_v2, PFN_cuMemFree_v3020)                                \
+    X(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020)                       \
+    X(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020) \
+    X(cuMemAddressReserve, 10020, 0, cuMemAddressReserve, PFN_cuMemAddressReserve_v10020)   \
+    X(cuMemAddressFree, 10020, 0, cuMemAddressFree, PFN_cuMemAddressFree_v10020)            \
+    X(cuMemCreate, 10020, 0, cuMemCreate, PFN_cuMemCreate_v10020)                           \
+    X(cuMemRelease, 10020, 0, cuMemRelease, PFN_cuMemRelease_v10020)                        \
+    X(cuMemMap, 10020, 0, cuMemMap, PFN_cuMemMap_v10020)                                    \
+    X(cuMemUnmap, 10020, 0, cuMemUnmap, PFN_cuMemUnmap_v10020)                              \
+    X(cuMemSetAccess, 10020, 0, cuMemSetAccess, PFN_cuMemSetAccess_v10020)                  \
+    X(cuMemcpyHtoD, 3020, 0, cuMemcpyHtoD_v2, PFN_cuMemcpyHtoD_v3020)                       \
+    X(cuMemcpyHtoD, 7000, PT, cuMemcpyHtoD_v2_ptds, PFN_cuMemcpyHtoD_v7000_ptds)            \
+    X(cuMemcpyDtoH, 3020, 0, cuMemcpyDtoH_v2, PFN_cuMemcpyDtoH_v3020)                       \
+    X(cuMemcpyDtoH, 7000, PT, cuMemcpyDtoH_v2_ptds, PFN_cuMemcpyDtoH_v7000_ptds)            \
+    X(cuMemcpyDtoD, 3020, 0, cuMemcpyDtoD_v2, PFN_cuMemcpyDtoD_v3020)                       \
+    X(cuMemcpyDtoD, 7000, PT, cuMemcpyDtoD_v2_ptds, PFN_cuMemcpyDtoD_v7000_ptds)            \
+    X(cuMemcpyHtoDAsync, 3020, 0, cuMemcpyHtoDAsync_v2, PFN_cuMemcpyHtoDAsync_v3020)        \
+    X(cuMemcpyHtoDAsync, 7000, PT, cuMemcpyHtoDAsync_v2_ptsz, PFN_cuMemcpyHtoDAsync_v7000_ptsz) \
+    X(cuMemcpyDtoHAsync, 3020, 0, cuMemcpyDtoHAsync_v2, PFN_cuMemcpyDtoHAsync_v3020)        \
+    X(cuMemcpyDtoHAsync, 7000, PT, cuMemcpyDtoHAsync_v2_ptsz, PFN_cuMemcpyDtoHAsync_v7000_ptsz) \
+    X(cuMemcpyDtoDAsync, 3020, 0, cuMemcpyDtoDAsync_v2, PFN_cuMemcpyDtoDAsync_v3020)        \
+    X(cuMemcpyDtoDAsync, 7000, PT, cuMemcpyDtoDAsync_v2_ptsz, PFN_cuMemcpyDtoDAsync_v7000_ptsz) \
+    X(cuMemcpy, 4000, 0, cuMemcpy, PFN_cuMemcpy_v4000)                                      \
+    X(cuMemcpy, 7000, PT, cuMemcpy_ptds, PFN_cuMemcpy_v7000_ptds)                           \
+    X(cuMemcpyAsync, 4000, 0, cuMemcpyAsync, PFN_cuMemcpyAsync_v4000)                       \
+    X(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz, PFN_cuMemcpyAsync_v7000_ptsz)            \
+    X(cuMemsetD8, 3020, 0, cuMemsetD8_v2, PFN_cuMemsetD8_v3020)                             \
+    X(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds, PFN_cuMemsetD8_v7000_ptds)                  \
+    X(cuMemsetD32, 3020, 0, cuMemsetD32_v2, PFN_cuMemsetD32_v3020)                          \
+    X(cuMemsetD32, 7000, PT, cuMemsetD32_v2_ptds, PFN_cuMemsetD32_v7000_ptds)               \
+    X(cuMemsetD8Async, 3020, 0, cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)                 \
+    X(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz, PFN_cuMemsetD8Async_v7000_ptsz)      \
+    X(cuMemsetD32Async, 3020, 0, cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)              \
+    X(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz)   \
+    X(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000) \
+    X(cuMemAdvise, 8000, 0, cuMemAdvise, PFN_cuMemAdvise_v8000)                             \
+    X(cuMemAdvise, 12020, 0, cuMemAdvise_v2, PFN_cuMemAdvise_v12020)                        \
+    X(cuMemPrefetchAsync, 8000, 0, cuMemPrefetchAsync, PFN_cuMemPrefetchAsync_v8000)        \
+    X(cuMemPrefetchAsync, 8000, PT, cuMemPrefetchAsync_ptsz, PFN_cuMemPrefetchAsync_v8000_ptsz) \
+    X(cuMemPrefetchAsync, 12020, 0, cuMemPrefetchAsync_v2, PFN_cuMemPrefetchAsync_v12020)   \
+    X(cuMemPrefetchAsync, 12020, PT, cuMemPrefetchAsync_v2_ptsz, PFN_cuMemPrefetchAsync_v12020_ptsz) \
+    X(cuStreamCreate, 2000, 0, cuStreamCreate, PFN_cuStreamCreate_v2000)                    \
+    X(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority, PFN_cuStreamCreateWithPriority_v5050) \
+    X(cuStreamDestroy, 2000, 0, cuStreamDestroy, PFN_cuStreamDestroy_v2000)                 \
+    X(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2, PFN_cuStreamDestroy_v4000)              \
+    X(cuStreamSynchronize, 2000, 0, cuStreamSynchronize, PFN_cuStreamSynchronize_v2000)     \
+    X(cuStreamSynchronize, 7000, PT, cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz) \
+    X(cuStreamQuery, 2000, 0, cuStreamQuery, PFN_cuStreamQuery_v2000)                       \
+    X(cuStreamQuery, 7000, PT, cuStreamQuery_ptsz, PFN_cuStreamQuery_v7000_ptsz)            \
+    X(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020)           \
+    X(cuStreamWaitEvent, 7000, PT, cuStreamWaitEvent_ptsz, PFN_cuStreamWaitEvent_v7000_ptsz) \
+    X(cuStreamGetFlags, 5050, 0, cuStreamGetFlags, PFN_cuStreamGetFlags_v5050)              \
+    X(cuStreamGetFlags, 7000, PT, cuStreamGetFlags_ptsz, PFN_cuStreamGetFlags_v7000_ptsz)   \
+    X(cuEventCreate, 2000, 0, cuEventCreate, PFN_cuEventCreate_v2000)                       \
+    X(cuEventRecord, 2000, 0, cuEventRecord, PFN_cuEventRecord_v2000)                       \
+    X(cuEventRecord, 7000, PT, cuEventRecord_ptsz, PFN_cuEventRecord_v7000_ptsz)            \
+    X(cuEventSynchronize, 2000, 0, cuEventSynchronize, PFN_cuEventSynchronize_v2000)        \
+    X(cuEventQuery, 2000, 0, cuEventQuery, PFN_cuEventQuery_v2000)                          \
+    X(cuEventElapsedTime, 2000, 0, cuEventElapsedTime, PFN_cuEventElapsedTime_v2000)        \
+    X(cuEventElapsedTime, 12080, 0, cuEventElapsedTime_v2, PFN_cuEventElapsedTime_v12080)   \
+    X(cuEventDestroy, 2000, 0, cuEventDestroy, PFN_cuEventDestroy_v2000)                    \
+    X(cuEventDestroy, 4000, 0, cuEventDestroy_v2, PFN_cuEventDestroy_v4000)                 \
+    X(cuGetErrorName, 6000, 0, cuGetErrorName, PFN_cuGetErrorName_v6000)                    \
+    X(cuGetErrorString, 6000, 0, cuGetErrorString, PFN_cuGetErrorString_v6000)              \
+    X(cuGetProcAddress, 11030, 0, cuGetProcAddress, PFN_cuGetProcAddress_v11030)            \
+    X(cuGetProcAddress, 12000, 0, cuGetProcAddress_v2, PFN_cuGetProcAddress_v12000)         \
+    X(cuLaunchKernel, 4000, 0, cuLaunchKernel, PFN_cuLaunchKernel_v4000)                    \
+    X(cuLaunchKernel, 7000, PT, cuLaunchKernel_ptsz, PFN_cuLaunchKernel_v7000_ptsz)         \
+    X(cuLaunchKernelEx, 11060, 0, cuLaunchKernelEx, PFN_cuLaunchKernelEx_v11060)            \
+    X(cuLaunchKernelEx, 11060, PT, cuLaunchKernelEx_ptsz, PFN_cuLaunchKernelEx_v11060_ptsz) \
+    X(cuFuncGetParamInfo, 12040, 0, cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040)      \
+    X(cuFuncGetName, 12030, 0, cuFuncGetName, PFN_cuFuncGetName_v12030)
+
+#define CHECK_TYPE(name, ver, pt, fn, pfn) \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), pfn), #fn " does not match " #pfn);
+SIM_ENTRY_POINTS(CHECK_TYPE)
+
+struct entry_point {
+    const char *name;
+    int version;
+    int per_thread;
+    void *fn;
+};
+
+#define ROW(name, ver, pt, fn, pfn) { #name, ver, pt, (void *)fn },
+static const struct entry_point entry_points[] = { SIM_ENTRY_POINTS(ROW) };
+
+static const char *const known_names[] = {
+#include "procaddr_known.inc"
+};
+
+/* What every known-but-unimplemented entry point resolves to.  Callers
+ * pass it their real arguments; on x86-64 SysV a function that ignores its
+ * arguments is safe to call with any. */
+static CUresult CUDAAPI not_supported(void)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static bool is_known(const char *symbol)
+{
+    size_t lo = 0, hi = sizeof(known_names) / sizeof(known_names[0]);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(known_names[mid], symbol);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cudaVersion > CUDA_VERSION)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct entry_point *best = NULL, *best_pt = NULL;
+    bool name_seen = false;
+    for (size_t i = 0; i < sizeof(entry_points) / sizeof(entry_points[0]); i++) {
+        const struct entry_point *e = &entry_points[i];
+        if (strcmp(e->name, symbol) != 0)
+            continue;
+        name_seen = true;
+        if (e->version > cudaVersion)
+            continue;
+        const struct entry_point **slot = e->per_thread ? &best_pt : &best;
+        if (!*slot || e->version > (*slot)->version)
+            *slot = e;
+    }
+    if (want_pt && best_pt)
+        best = best_pt;
+    CUdriverProcAddressQueryResult st;
+    if (best) {
+        *pfn = best->fn;
+        st = CU_GET_PROC_ADDRESS_SUCCESS;
+    } else if (name_seen) {
+        *pfn = NULL;
+        st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    } else if (*symbol && is_known(symbol)) {
+        *pfn = (void *)not_supported;
+        st = CU_GET_PROC_ADDRESS_SUCCESS;
+    } else {
+        *pfn = NULL;
+        st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    if (status)
+        *status = st;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *symbolStatus)
+{
+    return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    return lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* Private tables of the real driver: none here. */
+CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    (void)pExportTableId;
+    if (ppExportTable)
+        *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}

@@ -1,0 +1,226 @@
+/*
+ * queue.c — host side of the command channel: submitting ops, waiting for
+ * their completion, stream and event slots, and gated host copies.
+ *
+ * Every op gets a device-wide sequence number under the control lock and
+ * lands in the ring in that order, so the device ingests in seq order and
+ * a dependency always names an op it has already seen.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sim.h"
+
+static __thread uint32_t per_thread_slot[SIM_MAX_DEVICES];  /* 0: none yet */
+
+int sim_submit(struct sim_device *d, struct sim_op *op, uint64_t *seq_out)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    struct sim_shared *sh = d->sh;
+    while (sh->ring_tail - sh->ring_head >= SIM_RING_SLOTS) {
+        pthread_cond_broadcast(&sh->dev_cv);
+        if ((rc = sim_host_wait(d)))
+            return rc;
+    }
+    op->seq = sh->next_seq++;
+    size_t len = offsetof(struct sim_op, args);
+    if (op->kind == SIM_OP_KERNEL)
+        len += op->u.kernel.args_bytes;
+    memcpy(&sh->ring[sh->ring_tail % SIM_RING_SLOTS], op, len);
+    sh->ring_tail++;
+    sh->streams[op->stream].submitted_seq = op->seq;
+    if (seq_out)
+        *seq_out = op->seq;
+    pthread_cond_broadcast(&sh->dev_cv);
+    sim_unlock(d);
+    return 0;
+}
+
+int sim_wait_seq(struct sim_device *d, uint32_t slot, uint64_t seq)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    while (d->sh->streams[slot].completed_seq < seq)
+        if ((rc = sim_host_wait(d)))
+            return rc;
+    sim_unlock(d);
+    return 0;
+}
+
+int sim_stream_sync(struct sim_device *d, uint32_t slot)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    uint64_t seq = d->sh->streams[slot].submitted_seq;
+    sim_unlock(d);
+    return sim_wait_seq(d, slot, seq);
+}
+
+/* Waits for what was submitted before the call, on every stream. */
+int sim_device_sync(struct sim_device *d)
+{
+    uint64_t target[SIM_MAX_STREAMS];
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++)
+        target[s] = d->sh->streams[s].submitted_seq;
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++)
+        while (d->sh->streams[s].completed_seq < target[s])
+            if ((rc = sim_host_wait(d)))
+                return rc;
+    sim_unlock(d);
+    return 0;
+}
+
+int sim_slot_alloc_stream(struct sim_device *d, unsigned flags, uint32_t *slot)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    for (uint32_t s = 1; s < SIM_MAX_STREAMS; s++) {
+        struct sim_stream_slot *st = &d->sh->streams[s];
+        if (!st->in_use) {
+            /* submitted/completed seqs are kept: they are global and
+             * monotonic, and events may still name this slot */
+            st->in_use = 1;
+            st->flags = flags;
+            *slot = s;
+            sim_unlock(d);
+            return 0;
+        }
+    }
+    sim_unlock(d);
+    return -ENOSPC;
+}
+
+void sim_slot_free_stream(struct sim_device *d, uint32_t slot)
+{
+    if (sim_lock(d))
+        return;
+    d->sh->streams[slot].in_use = 0;
+    sim_unlock(d);
+}
+
+int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < SIM_MAX_EVENTS; s++) {
+        struct sim_event_slot *e = &d->sh->events[s];
+        if (!e->in_use) {
+            *e = (struct sim_event_slot){ .in_use = 1, .flags = flags };
+            *slot = s;
+            sim_unlock(d);
+            return 0;
+        }
+    }
+    sim_unlock(d);
+    return -ENOSPC;
+}
+
+void sim_slot_free_event(struct sim_device *d, uint32_t slot)
+{
+    if (sim_lock(d))
+        return;
+    d->sh->events[slot].in_use = 0;
+    sim_unlock(d);
+}
+
+CUresult sim_stream_resolve(CUstream s, bool ptds, struct sim_device **d, uint32_t *slot)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        CUresult r = sim_current_device(d);
+        if (r != CUDA_SUCCESS)
+            return r;
+        bool per_thread = s == CU_STREAM_PER_THREAD || (s == NULL && ptds);
+        if (!per_thread) {
+            *slot = SIM_STREAM_LEGACY_SLOT;
+            return CUDA_SUCCESS;
+        }
+        uint32_t *pt = &per_thread_slot[(*d)->ordinal];
+        if (*pt == 0) {
+            /* the per-thread default stream is a blocking stream: it
+             * synchronizes with the legacy stream */
+            if (sim_slot_alloc_stream(*d, 0, pt) < 0)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        *slot = *pt;
+        return CUDA_SUCCESS;
+    }
+    const struct sim_stream *st = (const struct sim_stream *)s;
+    if (st->magic != SIM_STREAM_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    *d = &sim.dev[st->ordinal];
+    *slot = st->slot;
+    if ((*d)->sh->sticky_error)
+        return (CUresult)(*d)->sh->sticky_error;
+    return CUDA_SUCCESS;
+}
+
+static int gate_acquire(struct sim_device *d, uint32_t *gate)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    for (;;) {
+        for (uint32_t g = 0; g < SIM_MAX_GATES; g++) {
+            if (d->sh->gates[g] == GATE_FREE) {
+                d->sh->gates[g] = GATE_ARMED;
+                *gate = g;
+                sim_unlock(d);
+                return 0;
+            }
+        }
+        if ((rc = sim_host_wait(d)))
+            return rc;
+    }
+}
+
+/*
+ * A copy between host memory and device memory is done by the host through
+ * its private view (the shadow mapping), in stream order: a HOST_GATE op
+ * takes the copy's place in the stream; when the device reaches it, every
+ * earlier op the stream depends on has completed and later ones wait until
+ * the host releases the gate.  This is the "pageable memory" behaviour of
+ * real CUDA: the call returns once the copy is done.
+ */
+int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+{
+    uint32_t gate;
+    int rc = gate_acquire(d, &gate);
+    if (rc)
+        return rc;
+    struct sim_op op = { .kind = SIM_OP_HOST_GATE, .stream = slot };
+    op.u.gate.gate = gate;
+    if ((rc = sim_submit(d, &op, NULL))) {
+        if (!sim_lock(d)) {
+            d->sh->gates[gate] = GATE_FREE;
+            sim_unlock(d);
+        }
+        return rc;
+    }
+    if ((rc = sim_lock(d)))
+        return rc;
+    while (d->sh->gates[gate] != GATE_REACHED)
+        if ((rc = sim_host_wait(d)))
+            return rc;
+    sim_unlock(d);
+    int poisoned = d->sh->sticky_error;
+    if (!poisoned)
+        memcpy(dst, src, n);
+    if ((rc = sim_lock(d)))
+        return rc;
+    d->sh->gates[gate] = GATE_RELEASED;
+    pthread_cond_broadcast(&d->sh->dev_cv);
+    sim_unlock(d);
+    return poisoned ? -EIO : 0;
+}

@@ -1,0 +1,272 @@
+/*
+ * sim.h — internal interface of the simulated GPU (libcuda.so.1).
+ *
+ * Layout of one simulated device (see simgpu/README.md for the picture):
+ *   - a memfd holding device memory [0, mem_bytes) and the managed area
+ *     [mem_bytes, 2*mem_bytes);
+ *   - the device window: that memfd mapped MAP_SHARED at one address in the
+ *     host *before* the device process is forked, so both processes have it
+ *     at the same virtual address.  The host keeps the device part PROT_NONE
+ *     (a host dereference of a cuMemAlloc pointer faults, as on hardware);
+ *     the device process opens it read-write;
+ *   - a host-private "shadow" mapping of the device part at another address,
+ *     used only by the simulator's copy code (the DMA engine);
+ *   - a shared control block (struct sim_shared): command ring, stream and
+ *     event tables, copy gates, counters, one robust process-shared mutex.
+ *
+ * Internal functions return 0 or -errno; the cu* entry points translate.
+ */
+#ifndef SIMGPU_SIM_H
+#define SIMGPU_SIM_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "simgpu.h"
+
+#define SIM_MAX_DEVICES 8
+#define SIM_MAX_STREAMS 256     /* per device, slot 0 is the legacy stream */
+#define SIM_MAX_EVENTS 4096     /* per device */
+#define SIM_RING_SLOTS 128
+#define SIM_MAX_GATES 64
+#define SIM_MEM_ALIGN 512       /* cuMemAlloc alignment */
+
+#define SIM_STREAM_LEGACY_SLOT 0u
+#define SIM_STREAM_CONTROL_SLOT (SIM_MAX_STREAMS - 1u)  /* non-blocking, for SIM_OP_VMM */
+#define SIM_STREAM_NONBLOCKING 0x1u   /* CU_STREAM_NON_BLOCKING */
+
+/* ---- environment knobs (env.c: one table) ---- */
+struct sim_env {
+    unsigned long mem_mb;   /* SIMGPU_MEM_MB */
+    unsigned devices;       /* SIMGPU_DEVICES */
+    unsigned workers;       /* SIMGPU_WORKERS: device worker threads per device */
+    bool stats;             /* SIMGPU_STATS */
+    unsigned long uvm_fault_us; /* SIMGPU_UVM_FAULT_US: modelled cost of one UVM fault */
+};
+void sim_env_load(struct sim_env *env);
+
+/* ---- commands sent to the device process ---- */
+enum sim_op_kind {
+    SIM_OP_NOP = 0,
+    SIM_OP_KERNEL,
+    SIM_OP_MEMSET,
+    SIM_OP_DTOD,
+    SIM_OP_EVENT_RECORD,
+    SIM_OP_WAIT,        /* wait until another stream completed a given seq */
+    SIM_OP_HOST_GATE,   /* a host-side copy occupies this place in the stream */
+    SIM_OP_PREFETCH,    /* migrate managed blocks in bulk (no fault cost) */
+    SIM_OP_VMM,         /* change the device process's mappings (vmm.c) */
+};
+
+struct sim_op {
+    uint64_t seq;           /* global submission order on this device, from 1 */
+    uint32_t kind;
+    uint32_t stream;        /* stream slot */
+    union {
+        struct {
+            simgpu_trampoline_fn trampoline;
+            struct simgpu_launch_dims dims;
+            uint32_t args_bytes;
+        } kernel;
+        struct { uint64_t dst; uint32_t value; uint32_t elem_bytes; uint64_t count; } memset;
+        struct { uint64_t dst, src, bytes; } copy;
+        struct { uint32_t event; } record;
+        struct { uint32_t stream; uint64_t seq; } wait;
+        struct { uint32_t gate; } gate;
+        struct { uint64_t addr, bytes; uint32_t to_device; } prefetch;
+        struct { uint32_t action; int32_t prot; uint64_t addr, bytes, memfd_off; } vmm;
+    } u;
+    _Alignas(16) unsigned char args[SIMGPU_MAX_ARGS_BYTES];
+};
+
+struct sim_stream_slot {
+    uint32_t in_use;
+    uint32_t flags;             /* SIM_STREAM_NONBLOCKING */
+    uint64_t submitted_seq;     /* host: seq of the last op submitted */
+    uint64_t completed_seq;     /* device: seq of the last op completed */
+};
+
+struct sim_event_slot {
+    uint32_t in_use;
+    uint32_t flags;             /* CU_EVENT_* */
+    uint32_t stream;            /* slot of the stream of the last record */
+    uint64_t seq;               /* seq of the last record, 0 = never recorded */
+    uint64_t time_ns;           /* CLOCK_MONOTONIC when that record ran */
+};
+
+enum sim_gate_state { GATE_FREE = 0, GATE_ARMED, GATE_REACHED, GATE_RELEASED };
+
+/* Shared between the host process and one device process. */
+struct sim_shared {
+    pthread_mutex_t lock;       /* robust, process-shared: guards everything below */
+    pthread_cond_t dev_cv;      /* device workers wait here */
+    pthread_cond_t host_cv;     /* host threads wait here */
+    uint64_t next_seq;
+    uint64_t ring_head, ring_tail;  /* ring[head % N .. tail % N) not yet taken */
+    int32_t sticky_error;       /* CUresult, set by the device on a kernel fault */
+    int32_t vmm_result;         /* 0 or -errno of the last SIM_OP_VMM */
+    int32_t device_ready;
+    uint32_t gates[SIM_MAX_GATES];
+    struct sim_stream_slot streams[SIM_MAX_STREAMS];
+    struct sim_event_slot events[SIM_MAX_EVENTS];
+    struct simgpu_stats stats;  /* updated with __atomic builtins */
+    struct sim_op ring[SIM_RING_SLOTS];
+};
+
+/* ---- host-side allocator over one area (alloc.c) ---- */
+struct sim_extent { uint64_t off, size, bytes; };   /* size: aligned; bytes: asked for */
+struct sim_alloc {
+    uint64_t area_bytes;
+    uint64_t align;             /* of every extent */
+    uint64_t used_bytes;
+    struct sim_extent *v;       /* sorted by off */
+    size_t n, cap;
+};
+int sim_alloc_get(struct sim_alloc *a, uint64_t size, uint64_t *off);
+int sim_alloc_get_at(struct sim_alloc *a, uint64_t off, uint64_t size);   /* -EEXIST if taken */
+int sim_alloc_put(struct sim_alloc *a, uint64_t off);
+/* The extent containing [off, off+len), or NULL. */
+const struct sim_extent *sim_alloc_find(const struct sim_alloc *a, uint64_t off, uint64_t len);
+void sim_alloc_destroy(struct sim_alloc *a);
+
+/* ---- one simulated device, host side ---- */
+struct sim_context {
+    uint32_t magic;             /* SIM_CTX_MAGIC */
+    int ordinal;
+    int refcount;               /* primary context retains */
+    unsigned flags;
+};
+#define SIM_CTX_MAGIC 0x43545853u   /* "SXTC" */
+
+struct sim_device {
+    int ordinal;
+    uint64_t mem_bytes;         /* device memory */
+    uint64_t window_bytes;      /* device memory + managed area */
+    unsigned char *window;      /* same address in host and device process */
+    unsigned char *shadow;      /* host-only RW view of the device part */
+    int memfd;
+    pid_t pid;
+    bool dead;
+    struct sim_shared *sh;
+    pthread_mutex_t alloc_lock;  /* guards the two allocators */
+    struct sim_alloc device_mem, managed_mem;
+    struct sim_context ctx;
+    struct sim_uvm *uvm;        /* shared UVM state of the managed area */
+};
+
+struct sim_global {
+    bool initialized;
+    int init_result;            /* CUresult of the one cuInit */
+    struct sim_env env;
+    int ndevices;
+    struct sim_device dev[SIM_MAX_DEVICES];
+};
+extern struct sim_global sim;
+
+/* devproc.c: create devices and their processes (called once by cuInit). */
+int sim_devices_start(void);
+/* executor.c: body of the device process; never returns. */
+void sim_device_main(struct sim_device *d) __attribute__((noreturn));
+/* Device process: start a thread on stack `index` of the device stack area. */
+int sim_spawn_device_thread(unsigned index, void *(*fn)(void *), void *arg);
+
+/* shared.c: locking and waiting on the control block. */
+int sim_lock(struct sim_device *d);             /* 0 or -EPIPE (device died) */
+void sim_unlock(struct sim_device *d);
+int sim_host_wait(struct sim_device *d);        /* cond wait with liveness check */
+int sim_shared_init(struct sim_shared *sh);
+
+/* queue.c: host-side submission. */
+struct sim_stream {
+    uint32_t magic;             /* SIM_STREAM_MAGIC */
+    int ordinal;
+    uint32_t slot;
+    unsigned flags;
+    int priority;
+};
+#define SIM_STREAM_MAGIC 0x4d525453u
+struct sim_event {
+    uint32_t magic;             /* SIM_EVENT_MAGIC */
+    int ordinal;
+    uint32_t slot;
+    unsigned flags;
+};
+#define SIM_EVENT_MAGIC 0x544e5645u
+
+/* Resolve a CUstream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a
+ * handle) to (device, slot).  `ptds` says the API variant was _ptsz/_ptds,
+ * which makes NULL mean the per-thread stream. */
+CUresult sim_stream_resolve(CUstream s, bool ptds, struct sim_device **d, uint32_t *slot);
+/* Append op (kind, stream, u, args filled by the caller) and stamp its seq. */
+int sim_submit(struct sim_device *d, struct sim_op *op, uint64_t *seq_out);
+int sim_wait_seq(struct sim_device *d, uint32_t slot, uint64_t seq);
+int sim_stream_sync(struct sim_device *d, uint32_t slot);
+int sim_device_sync(struct sim_device *d);
+int sim_slot_alloc_stream(struct sim_device *d, unsigned flags, uint32_t *slot);
+void sim_slot_free_stream(struct sim_device *d, uint32_t slot);
+int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot);
+void sim_slot_free_event(struct sim_device *d, uint32_t slot);
+/* Host copy in stream order: gate the stream, copy, release. */
+int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n);
+
+/* memory.c: pointers. */
+enum sim_ptr_kind { SIM_PTR_HOST = 0, SIM_PTR_DEVICE, SIM_PTR_MANAGED };
+/* Classify [p, p+len).  For device or managed memory, *d is the device and
+ * *hostview the address the host's copy code may use.  Returns the kind,
+ * or -EINVAL when p is inside a window but the range is not allocated. */
+int sim_ptr_classify(uint64_t p, uint64_t len, struct sim_device **d, unsigned char **hostview);
+
+/* api_context.c */
+CUresult sim_check_init(void);
+/* Device of the calling thread's current context (errors: not initialized,
+ * invalid context, sticky device error). */
+CUresult sim_current_device(struct sim_device **d);
+CUresult sim_errno_to_cu(int err);
+
+/* uvm.c: managed memory as UVM — each 64 KiB block resident on one side. */
+#define SIM_UVM_BLOCK (64u << 10)
+struct sim_uvm;
+int sim_uvm_create(struct sim_device *d);          /* before the fork */
+int sim_uvm_start_host(void);                      /* host service threads + SIGSEGV handler */
+void sim_uvm_start_device(struct sim_device *d);   /* in the device process */
+/* Device process: a fault at addr; true if it was a managed block (now
+ * migrated to the device, the access may retry). */
+bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *ucontext);
+/* Host: cuMemAdvise SET/UNSET_READ_MOSTLY. */
+void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on);
+/* Device process: migrate the blocks of [addr, addr+bytes) without fault cost. */
+void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool to_device);
+
+/* vmm.c: cuMemAddressReserve/Create/Map/SetAccess/Unmap/Release/AddressFree. */
+enum sim_vmm_action { VMM_RESERVE = 1, VMM_MAP, VMM_PROTECT, VMM_UNMAP, VMM_FREE };
+/* Before the fork: the VA arena reservations are carved from, PROT_NONE in
+ * the host and so, inherited, in every device process. */
+int sim_vmm_arena_init(void);
+/* Device process: a thread stack carved from the arena's tail, so the
+ * device process's own threads never sit where the host may later be asked
+ * to honour an address hint.  Returns NULL past the last one. */
+void *sim_vmm_device_stack(unsigned index, size_t *bytes);
+/* Device process: carry out one SIM_OP_VMM; returns 0 or -errno. */
+int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op);
+/* Host: 1 and the device and host view of the mapping holding [p, p+len);
+ * 0 if p is in no reservation; -EINVAL if it is, but not all mapped. */
+int sim_vmm_find(uint64_t p, uint64_t len, struct sim_device **d, unsigned char **hostview);
+
+/* registry.c */
+const struct simgpu_kernel_desc *sim_kernel_find(const void *func);
+void sim_registry_seal(void);   /* called at fork: later registrations are not launchable */
+
+/* stats.c */
+void sim_stats_add(struct sim_device *d, uint64_t *counter, uint64_t v);
+void sim_stats_atexit(void);
+
+/* time */
+uint64_t sim_now_ns(void);
+
+/* log.c: one line to stderr, formatted on the stack */
+void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* SIMGPU_SIM_H */

@@ -1,0 +1,392 @@
+/*
+ * uvm.c — managed memory that behaves like UVM, not like free coherent
+ * memory (DESIGN.md §5).
+ *
+ * The managed area of a device is one range of the memfd, mapped at the
+ * same address in the host and the device process.  Each 64 KiB block is
+ * resident on exactly one side; the other side keeps it PROT_NONE.  A touch
+ * on the wrong side raises SIGSEGV there; the handler asks the other side's
+ * *service thread* to give the block up (REVOKE), waits, pays the modelled
+ * fault cost (SIMGPU_UVM_FAULT_US), opens its own side and returns, and the
+ * access retries.  Service threads, not signal handlers, answer requests, so
+ * two sides faulting on the same block ping-pong without deadlock — the
+ * behaviour the paper measured (GAIA §3.1).
+ *
+ * Per block one state byte: owner (HOST/DEVICE) and BUSY.  BUSY is held only
+ * by a thread that is making progress (an mprotect), never while it waits
+ * for the other process: a REVOKE hands "owner = requester | BUSY" to the
+ * requester, which opens its side and clears BUSY.  So a service thread can
+ * never take a block away between the requester's acknowledgement and its
+ * mprotect, and both sides are never open at once.
+ *
+ * Read-mostly blocks (cuMemAdvise SET_READ_MOSTLY) are duplicated on a
+ * read fault: the owner drops to read-only (DOWNGRADE) and both sides map
+ * the block PROT_READ (state SHARED); a write fault on either side then
+ * invalidates the other copy (REVOKE) and takes the block exclusively.
+ *
+ * Everything a fault handler calls is async-signal-safe: atomics, futex,
+ * mprotect, nanosleep, sched_yield.  Not modelled: preferred location,
+ * accessed-by, access counters.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+enum { SIDE_HOST = 0, SIDE_DEVICE = 1, SHARED = 2, BUSY = 4 };
+enum { REQ_FREE = 0, REQ_CLAIMED, REQ_REQUESTED, REQ_DONE };
+enum { KIND_REVOKE = 1, KIND_GRANT, KIND_DOWNGRADE };
+#define UVM_SLOTS 64
+
+struct uvm_req {
+    uint32_t state;     /* futex word */
+    uint32_t kind;
+    uint64_t block;
+};
+
+struct uvm_queue {      /* requests served by one side's service thread */
+    uint32_t seq;       /* futex word: bumped on every new request */
+    struct uvm_req req[UVM_SLOTS];
+};
+
+struct sim_uvm {
+    uint64_t nblocks;
+    struct uvm_queue to_side[2];    /* [SIDE_HOST]: served in the host */
+    uint8_t *read_mostly;           /* per block: 1 after SET_READ_MOSTLY (= state + nblocks) */
+    uint8_t state[];                /* per block: SIDE_HOST, SIDE_DEVICE or SHARED, | BUSY */
+};
+
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+static void futex_wake_all(uint32_t *w)
+{
+    futex(w, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+int sim_uvm_create(struct sim_device *d)
+{
+    uint64_t nblocks = d->mem_bytes / SIM_UVM_BLOCK;
+    size_t bytes = sizeof(struct sim_uvm) + 2 * nblocks;
+    struct sim_uvm *u = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (u == MAP_FAILED)
+        return -errno;
+    u->nblocks = nblocks;           /* state[] is zero: every block on the host */
+    u->read_mostly = u->state + nblocks;
+    d->uvm = u;
+    return 0;
+}
+
+/* Which side of the process running this code. */
+static int my_side;
+
+static unsigned char *block_addr(struct sim_device *d, uint64_t b)
+{
+    return d->window + d->mem_bytes + b * SIM_UVM_BLOCK;
+}
+
+static void protect(struct sim_device *d, uint64_t b, int prot)
+{
+    mprotect(block_addr(d, b), SIM_UVM_BLOCK, prot);
+}
+
+static bool other_side_alive(struct sim_device *d)
+{
+    if (my_side == SIDE_DEVICE)
+        return getppid() > 1;
+    int st;
+    pid_t r = waitpid(d->pid, &st, WNOHANG | __WCLONE);
+    return r == 0;
+}
+
+/* Post a request to the other side's service thread and wait for it. */
+static bool request(struct sim_device *d, uint32_t kind, uint64_t b)
+{
+    struct uvm_queue *q = &d->uvm->to_side[!my_side];
+    struct uvm_req *r = NULL;
+    while (!r) {
+        for (unsigned i = 0; i < UVM_SLOTS && !r; i++) {
+            uint32_t expect = REQ_FREE;
+            if (__atomic_compare_exchange_n(&q->req[i].state, &expect, REQ_CLAIMED, false, __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED))
+                r = &q->req[i];
+        }
+        if (!r)
+            sched_yield();
+    }
+    r->kind = kind;
+    r->block = b;
+    __atomic_store_n(&r->state, REQ_REQUESTED, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&q->seq, 1, __ATOMIC_RELEASE);
+    futex_wake_all(&q->seq);
+    struct timespec ts = { 0, 100 * 1000 * 1000 };
+    uint32_t s;
+    while ((s = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE)) != REQ_DONE) {
+        futex(&r->state, FUTEX_WAIT, s, &ts);
+        if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != REQ_DONE && !other_side_alive(d))
+            return false;
+    }
+    __atomic_store_n(&r->state, REQ_FREE, __ATOMIC_RELEASE);
+    return true;
+}
+
+static void pay_fault_cost(void)
+{
+    unsigned long us = sim.env.uvm_fault_us;
+    if (us) {
+        struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Make block b resident on this side: exclusively for a write, as a
+ * read-only duplicate for a read of a read-mostly block.  Returns false if
+ * the other process is gone. */
+static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write)
+{
+    uint8_t *st = &d->uvm->state[b];
+    int saved_errno = errno;
+    bool ok = true;
+    for (;;) {
+        uint8_t s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+        if (s & BUSY) {
+            sched_yield();
+            continue;
+        }
+        if (s == my_side || (s == SHARED && !write)) {
+            /* already here (another thread of this side brought it):
+             * make sure our side is open */
+            if (!__atomic_compare_exchange_n(st, &s, (uint8_t)(s | BUSY), false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_RELAXED))
+                continue;
+            protect(d, b, s == SHARED ? PROT_READ : PROT_READ | PROT_WRITE);
+            __atomic_store_n(st, s, __ATOMIC_RELEASE);
+            break;
+        }
+        bool duplicate = !write && s != SHARED && __atomic_load_n(&d->uvm->read_mostly[b], __ATOMIC_RELAXED);
+        bool copy = s != SHARED;    /* a write to a shared block already has the bytes */
+        if (!request(d, duplicate ? KIND_DOWNGRADE : KIND_REVOKE, b)) {
+            ok = false;
+            break;
+        }
+        uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
+        if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != handed)
+            continue;   /* the other side had already let go: retry */
+        if (fault)
+            pay_fault_cost();
+        protect(d, b, duplicate ? PROT_READ : PROT_READ | PROT_WRITE);
+        __atomic_store_n(st, (uint8_t)(handed & ~BUSY), __ATOMIC_RELEASE);
+        if (fault)
+            __atomic_fetch_add(&d->sh->stats.uvm_faults, 1, __ATOMIC_RELAXED);
+        if (copy)
+            __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
+        break;
+    }
+    errno = saved_errno;
+    return ok;
+}
+
+/* Serve one request on this side; false if it must wait (block BUSY). */
+static bool serve(struct sim_device *d, struct uvm_req *r)
+{
+    uint8_t *st = &d->uvm->state[r->block];
+    uint8_t s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+    uint8_t requester = (uint8_t)!my_side;
+    if (r->kind == KIND_GRANT) {        /* the state is "my_side | BUSY", handed to us */
+        protect(d, r->block, PROT_READ | PROT_WRITE);
+        __atomic_store_n(st, (uint8_t)my_side, __ATOMIC_RELEASE);
+    } else if (s & BUSY) {
+        return false;
+    } else if (s == my_side || (s == SHARED && r->kind == KIND_REVOKE)) {
+        /* REVOKE: close our side, the requester takes it exclusively;
+         * DOWNGRADE: keep a read-only copy, both sides share it */
+        if (!__atomic_compare_exchange_n(st, &s, (uint8_t)(s | BUSY), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return false;
+        bool down = r->kind == KIND_DOWNGRADE;
+        protect(d, r->block, down ? PROT_READ : PROT_NONE);
+        __atomic_store_n(st, (uint8_t)((down ? SHARED : requester) | BUSY), __ATOMIC_RELEASE);    /* handed over */
+    }
+    /* otherwise there is nothing of ours to give: the requester re-reads */
+    __atomic_store_n(&r->state, REQ_DONE, __ATOMIC_RELEASE);
+    futex_wake_all(&r->state);
+    return true;
+}
+
+static void *service_thread(void *arg)
+{
+    struct sim_device *d = arg;
+    struct uvm_queue *q = &d->uvm->to_side[my_side];
+    for (;;) {
+        uint32_t seq = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE);
+        bool deferred = false;
+        for (unsigned i = 0; i < UVM_SLOTS; i++)
+            if (__atomic_load_n(&q->req[i].state, __ATOMIC_ACQUIRE) == REQ_REQUESTED && !serve(d, &q->req[i]))
+                deferred = true;
+        if (deferred) {
+            sched_yield();
+            continue;
+        }
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        futex(&q->seq, FUTEX_WAIT, seq, &ts);
+    }
+    return NULL;
+}
+
+static struct sim_device *managed_device(uintptr_t addr, uint64_t *block)
+{
+    for (int i = 0; i < sim.ndevices; i++) {
+        struct sim_device *d = &sim.dev[i];
+        uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
+        if (d->uvm && addr >= base && addr < base + d->mem_bytes) {
+            *block = (addr - base) / SIM_UVM_BLOCK;
+            return d;
+        }
+    }
+    return NULL;
+}
+
+/* ---- host side ---- */
+
+static struct sigaction previous_segv;
+
+/* x86-64 page-fault error code: bit 1 set for a write.  Elsewhere every
+ * fault counts as a write (no read duplication). */
+static bool fault_is_write(void *uc)
+{
+#if defined(__x86_64__)
+    return (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+    (void)uc;
+    return true;
+#endif
+}
+
+static void host_segv(int sig, siginfo_t *si, void *uc)
+{
+    uint64_t b;
+    struct sim_device *d = managed_device((uintptr_t)si->si_addr, &b);
+    if (d && acquire(d, b, true, fault_is_write(uc)))
+        return;     /* the access retries */
+    /* not managed memory (or the device is gone): whoever was there before */
+    if (previous_segv.sa_flags & SA_SIGINFO) {
+        previous_segv.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
+        previous_segv.sa_handler(sig);
+        return;
+    }
+    /* default action: uninstall and let the access fault again */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGSEGV, &dfl, NULL);
+}
+
+int sim_uvm_start_host(void)
+{
+    my_side = SIDE_HOST;
+    for (int i = 0; i < sim.ndevices; i++) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        /* the service thread must not take the application's signals */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&t, &a, service_thread, &sim.dev[i]);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&a);
+        if (rc)
+            return -rc;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = host_segv;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &previous_segv) < 0)
+        return -errno;
+    return 0;
+}
+
+/* ---- device side ---- */
+
+void sim_uvm_start_device(struct sim_device *d)
+{
+    my_side = SIDE_DEVICE;
+    mprotect(d->window + d->mem_bytes, d->mem_bytes, PROT_NONE);
+    if (sim_spawn_device_thread(sim.env.workers, service_thread, d) != 0)
+        _exit(5);
+}
+
+bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
+{
+    uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
+    if (addr < base || addr >= base + d->mem_bytes)
+        return false;
+    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, fault_is_write(uc));
+}
+
+/* Host: cuMemAdvise SET/UNSET_READ_MOSTLY on [addr, addr+bytes). */
+void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on)
+{
+    uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
+    if (bytes == 0 || addr < base || addr - base >= d->mem_bytes)
+        return;
+    uint64_t first = (addr - base) / SIM_UVM_BLOCK, last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
+    for (uint64_t b = first; b <= last && b < d->uvm->nblocks; b++)
+        __atomic_store_n(&d->uvm->read_mostly[b], (uint8_t)on, __ATOMIC_RELAXED);
+}
+
+/* Bulk migration: to the device by revoking from the host; to the host by
+ * closing this side and granting the block to the host. */
+void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool to_device)
+{
+    uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
+    if (bytes == 0 || addr < base || addr - base >= d->mem_bytes)
+        return;
+    uint64_t first = (addr - base) / SIM_UVM_BLOCK;
+    uint64_t last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
+    if (last >= d->uvm->nblocks)
+        last = d->uvm->nblocks - 1;
+    for (uint64_t b = first; b <= last; b++) {
+        if (to_device) {
+            acquire(d, b, false, true);
+            continue;
+        }
+        uint8_t *st = &d->uvm->state[b];
+        for (;;) {
+            uint8_t s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+            if (s == SIDE_HOST)
+                break;
+            if (s & BUSY) {
+                sched_yield();
+                continue;
+            }
+            /* DEVICE or SHARED: close this side, grant the block to the host */
+            if (!__atomic_compare_exchange_n(st, &s, (uint8_t)(s | BUSY), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                continue;
+            protect(d, b, PROT_NONE);
+            __atomic_store_n(st, (uint8_t)(SIDE_HOST | BUSY), __ATOMIC_RELEASE);
+            request(d, KIND_GRANT, b);
+            if (s == SIDE_DEVICE)
+                __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+}

@@ -1,0 +1,491 @@
+/*
+ * vmm.c — the virtual memory management API: reserve a range of device
+ * virtual addresses, create physical allocations, map them, set access.
+ *
+ * Reservations come from an arena of address space reserved PROT_NONE at
+ * cuInit, before the device processes were forked, so a range free there
+ * is free at the same address in every process (the device processes'
+ * thread stacks and malloc arenas land elsewhere).  A fixed-address hint is
+ * honoured when the range is free in the host (DESIGN.md §5): inside the
+ * arena when it is free there; outside, when both the host and every device
+ * process can map it; otherwise the hint is ignored, as the real driver
+ * may do.  Physical memory is a piece of the device's memfd (from
+ * the same allocator as cuMemAlloc); cuMemMap maps it at the reserved
+ * address in the host (PROT_NONE: device memory stays inaccessible to the
+ * host) and in the device process (PROT_NONE until cuMemSetAccess).  The
+ * device process's side is changed by SIM_OP_VMM ops on a dedicated
+ * non-blocking stream, so no other stream's work delays them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sim.h"
+
+#define VMM_GRANULARITY (2ul << 20)
+#define VMM_ALLOC_MAGIC 0x434f4c41u
+
+struct vmm_alloc {                  /* behind a CUmemGenericAllocationHandle */
+    uint32_t magic;
+    int ordinal;
+    uint64_t memfd_off, bytes;
+    int maps;                       /* live mappings */
+    bool released;
+};
+
+struct vmm_map {
+    uint64_t va, bytes;
+    struct vmm_alloc *alloc;
+    uint64_t alloc_off;
+};
+
+struct vmm_reservation {
+    uint64_t va, bytes;
+    bool in_arena;
+};
+
+#define VMM_ARENA_BYTES (256ull << 30)
+#define DEVICE_STACK_BYTES (8ull << 20)
+#define DEVICE_STACKS 300                     /* workers + service threads */
+#define DEVICE_STACK_AREA ((uint64_t)DEVICE_STACKS * DEVICE_STACK_BYTES)
+static uint64_t arena_base;
+/* the last DEVICE_STACK_AREA bytes are the device processes' thread stacks */
+static struct sim_alloc arena = { .area_bytes = VMM_ARENA_BYTES - DEVICE_STACK_AREA, .align = VMM_GRANULARITY };
+
+static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vmm_reservation *res;
+static size_t nres, capres;
+static struct vmm_map *maps;
+static size_t nmaps, capmaps;
+static struct vmm_alloc **allocs;       /* live handles: a handle is checked here, never dereferenced blind */
+static size_t nallocs, capallocs;
+
+static bool grow(void **v, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*v, c * elem);
+    if (!p)
+        return false;
+    *v = p;
+    *cap = c;
+    return true;
+}
+
+/* ---- device process side ---- */
+
+int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
+{
+    void *a = (void *)(uintptr_t)op->u.vmm.addr;
+    size_t n = op->u.vmm.bytes;
+    void *r;
+    switch (op->u.vmm.action) {
+    case VMM_RESERVE:
+        r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (r == MAP_FAILED)
+            return -errno;
+        if (r != a) {               /* old kernels treat the flag as a hint */
+            munmap(r, n);
+            return -EEXIST;
+        }
+        return 0;
+    case VMM_MAP:
+        r = mmap(a, n, PROT_NONE, MAP_SHARED | MAP_FIXED, d->memfd, (off_t)op->u.vmm.memfd_off);
+        return r == MAP_FAILED ? -errno : 0;
+    case VMM_PROTECT:
+        return mprotect(a, n, op->u.vmm.prot) < 0 ? -errno : 0;
+    case VMM_UNMAP:
+        r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        return r == MAP_FAILED ? -errno : 0;
+    case VMM_FREE:
+        return munmap(a, n) < 0 ? -errno : 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+/* ---- host side ---- */
+
+/* Run one action in device process d and return its result. */
+static int device_do(struct sim_device *d, uint32_t action, uint64_t addr, uint64_t bytes, uint64_t memfd_off,
+                     int prot)
+{
+    struct sim_op op = { .kind = SIM_OP_VMM, .stream = SIM_STREAM_CONTROL_SLOT };
+    op.u.vmm.action = action;
+    op.u.vmm.addr = addr;
+    op.u.vmm.bytes = bytes;
+    op.u.vmm.memfd_off = memfd_off;
+    op.u.vmm.prot = prot;
+    uint64_t seq;
+    int rc = sim_submit(d, &op, &seq);
+    if (!rc)
+        rc = sim_wait_seq(d, SIM_STREAM_CONTROL_SLOT, seq);
+    return rc ? rc : d->sh->vmm_result;
+}
+
+static struct vmm_reservation *reservation_of(uint64_t p, uint64_t len)
+{
+    for (size_t i = 0; i < nres; i++)
+        if (p >= res[i].va && p - res[i].va < res[i].bytes && len <= res[i].bytes - (p - res[i].va))
+            return &res[i];
+    return NULL;
+}
+
+int sim_vmm_find(uint64_t p, uint64_t len, struct sim_device **d, unsigned char **hostview)
+{
+    int found = 0;
+    pthread_mutex_lock(&vmm_lock);
+    if (reservation_of(p, 1)) {
+        found = -EINVAL;
+        for (size_t i = 0; i < nmaps; i++) {
+            struct vmm_map *m = &maps[i];
+            if (p >= m->va && p - m->va < m->bytes && len <= m->bytes - (p - m->va)) {
+                *d = &sim.dev[m->alloc->ordinal];
+                if (hostview)
+                    *hostview = (*d)->shadow + m->alloc->memfd_off + m->alloc_off + (p - m->va);
+                found = 1;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return found;
+}
+
+static bool aligned(uint64_t v) { return (v & (VMM_GRANULARITY - 1)) == 0; }
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                               CUmemAllocationGranularity_flags option)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!granularity || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+        prop->location.id >= sim.ndevices)
+        return CUDA_ERROR_INVALID_VALUE;
+    (void)option;   /* minimum and recommended are the same here */
+    *granularity = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+int sim_vmm_arena_init(void)
+{
+    uint64_t span = VMM_ARENA_BYTES + VMM_GRANULARITY;
+    unsigned char *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return -errno;
+    uint64_t base = ((uint64_t)(uintptr_t)r + VMM_GRANULARITY - 1) & ~(uint64_t)(VMM_GRANULARITY - 1);
+    if (base > (uint64_t)(uintptr_t)r)
+        munmap(r, base - (uint64_t)(uintptr_t)r);
+    uint64_t end = (uint64_t)(uintptr_t)r + span;
+    if (end > base + VMM_ARENA_BYTES)
+        munmap((void *)(uintptr_t)(base + VMM_ARENA_BYTES), end - (base + VMM_ARENA_BYTES));
+    arena_base = base;
+    return 0;
+}
+
+void *sim_vmm_device_stack(unsigned index, size_t *bytes)
+{
+    if (index >= DEVICE_STACKS)
+        return NULL;
+    unsigned char *stack = (unsigned char *)(uintptr_t)(arena_base + arena.area_bytes) + index * DEVICE_STACK_BYTES;
+    /* the lowest page stays PROT_NONE: a guard */
+    if (mprotect(stack + 4096, DEVICE_STACK_BYTES - 4096, PROT_READ | PROT_WRITE) < 0)
+        return NULL;
+    *bytes = DEVICE_STACK_BYTES - 4096;
+    return stack + 4096;
+}
+
+static bool in_arena(uint64_t va, uint64_t size)
+{
+    return va >= arena_base && va - arena_base < VMM_ARENA_BYTES && size <= VMM_ARENA_BYTES - (va - arena_base);
+}
+
+/* A hint outside the arena: map it with MAP_FIXED_NOREPLACE here and in
+ * every device process, or give up on it. */
+static bool reserve_outside(uint64_t hint, uint64_t size)
+{
+    void *r = mmap((void *)(uintptr_t)hint, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (r == MAP_FAILED)
+        return false;
+    if ((uint64_t)(uintptr_t)r != hint) {
+        munmap(r, size);
+        return false;
+    }
+    int done = 0;
+    while (done < sim.ndevices && device_do(&sim.dev[done], VMM_RESERVE, hint, size, 0, 0) == 0)
+        done++;
+    if (done == sim.ndevices)
+        return true;
+    for (int j = 0; j < done; j++)
+        device_do(&sim.dev[j], VMM_FREE, hint, size, 0, 0);
+    munmap((void *)(uintptr_t)hint, size);
+    return false;
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ptr || size == 0 || flags != 0 || !aligned(size) || (addr && !aligned(addr)) ||
+        (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_lock);
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!grow((void **)&res, &capres, nres, sizeof(*res)))
+        goto out;
+    uint64_t va = 0;
+    bool arena_range = true;
+    if (addr && (!alignment || (addr & (alignment - 1)) == 0)) {
+        if (in_arena(addr, size)) {
+            if (sim_alloc_get_at(&arena, addr - arena_base, size) == 0)
+                va = addr;
+        } else if (!in_arena(addr, 1) && reserve_outside(addr, size)) {
+            va = addr;
+            arena_range = false;
+        }
+    }
+    if (!va) {
+        /* over-allocate for alignments beyond the granule, give back the rest */
+        uint64_t extra = alignment > VMM_GRANULARITY ? alignment : 0, off;
+        if (sim_alloc_get(&arena, size + extra, &off))
+            goto out;
+        va = arena_base + off;
+        if (extra) {
+            uint64_t aligned_va = (va + alignment - 1) & ~(uint64_t)(alignment - 1);
+            sim_alloc_put(&arena, off);
+            if (sim_alloc_get_at(&arena, aligned_va - arena_base, size))
+                goto out;
+            va = aligned_va;
+        }
+    }
+    res[nres++] = (struct vmm_reservation){ va, size, arena_range };
+    *ptr = va;
+    r = CUDA_SUCCESS;
+out:
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&vmm_lock);
+    struct vmm_reservation *v = reservation_of(ptr, 1);
+    bool ok = v && v->va == ptr && v->bytes == size;
+    for (size_t i = 0; ok && i < nmaps; i++)
+        if (maps[i].va >= ptr && maps[i].va < ptr + size)
+            ok = false;                     /* unmap first */
+    if (ok) {
+        if (v->in_arena) {
+            /* unmapping already put PROT_NONE back on both sides */
+            sim_alloc_put(&arena, ptr - arena_base);
+        } else {
+            for (int i = 0; i < sim.ndevices; i++)
+                device_do(&sim.dev[i], VMM_FREE, ptr, size, 0, 0);
+            munmap((void *)(uintptr_t)ptr, size);
+        }
+        *v = res[--nres];
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Called with vmm_lock held. */
+static struct vmm_alloc *alloc_of(CUmemGenericAllocationHandle h)
+{
+    for (size_t i = 0; i < nallocs; i++)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)allocs[i] == h)
+            return allocs[i];
+    return NULL;
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                             unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle || !prop || flags != 0 || size == 0 || !aligned(size) || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.id < 0 || prop->location.id >= sim.ndevices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_device *d = &sim.dev[prop->location.id];
+    struct vmm_alloc *a = calloc(1, sizeof(*a));
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t off;
+    pthread_mutex_lock(&d->alloc_lock);
+    int rc = sim_alloc_get(&d->device_mem, size, &off);
+    pthread_mutex_unlock(&d->alloc_lock);
+    if (rc) {
+        free(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *a = (struct vmm_alloc){ .magic = VMM_ALLOC_MAGIC, .ordinal = d->ordinal, .memfd_off = off, .bytes = size };
+    pthread_mutex_lock(&vmm_lock);
+    bool ok = grow((void **)&allocs, &capallocs, nallocs, sizeof(*allocs));
+    if (ok)
+        allocs[nallocs++] = a;
+    pthread_mutex_unlock(&vmm_lock);
+    if (!ok) {
+        pthread_mutex_lock(&d->alloc_lock);
+        sim_alloc_put(&d->device_mem, off);
+        pthread_mutex_unlock(&d->alloc_lock);
+        free(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
+    return CUDA_SUCCESS;
+}
+
+/* Called with vmm_lock held: the memory goes back once released and unmapped. */
+static void alloc_maybe_free(struct vmm_alloc *a)
+{
+    if (!a->released || a->maps)
+        return;
+    struct sim_device *d = &sim.dev[a->ordinal];
+    pthread_mutex_lock(&d->alloc_lock);
+    sim_alloc_put(&d->device_mem, a->memfd_off);
+    pthread_mutex_unlock(&d->alloc_lock);
+    for (size_t i = 0; i < nallocs; i++)
+        if (allocs[i] == a)
+            allocs[i] = allocs[--nallocs];
+    a->magic = 0;
+    free(a);
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&vmm_lock);
+    struct vmm_alloc *a = alloc_of(handle);
+    if (a && !a->released) {
+        a->released = true;
+        alloc_maybe_free(a);
+        r = CUDA_SUCCESS;
+    } else {
+        r = CUDA_ERROR_INVALID_HANDLE;
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags != 0 || size == 0 || !aligned(ptr) || !aligned(size) || !aligned(offset))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_lock);
+    struct vmm_alloc *a = alloc_of(handle);
+    r = CUDA_ERROR_INVALID_VALUE;
+    if (!a || a->released) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+        goto out;
+    }
+    if (!reservation_of(ptr, size) || offset > a->bytes || size > a->bytes - offset)
+        goto out;
+    for (size_t i = 0; i < nmaps; i++)
+        if (maps[i].va < ptr + size && ptr < maps[i].va + maps[i].bytes)
+            goto out;                       /* already mapped */
+    if (!grow((void **)&maps, &capmaps, nmaps, sizeof(*maps))) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    struct sim_device *d = &sim.dev[a->ordinal];
+    /* the host maps it too, PROT_NONE: same VA, never accessible here */
+    if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, d->memfd,
+             (off_t)(a->memfd_off + offset)) == MAP_FAILED) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    int rc = device_do(d, VMM_MAP, ptr, size, a->memfd_off + offset, 0);
+    if (rc) {
+        mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        r = sim_errno_to_cu(rc);
+        goto out;
+    }
+    maps[nmaps++] = (struct vmm_map){ ptr, size, a, offset };
+    a->maps++;
+    r = CUDA_SUCCESS;
+out:
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+/* Unmapping may synchronize (cuda.h \\note_sync): the owning device drains. */
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&vmm_lock);
+    r = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < nmaps; i++) {
+        struct vmm_map *m = &maps[i];
+        if (m->va != ptr || m->bytes != size)
+            continue;
+        struct sim_device *d = &sim.dev[m->alloc->ordinal];
+        sim_device_sync(d);
+        device_do(d, VMM_UNMAP, ptr, size, 0, 0);
+        mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        struct vmm_alloc *a = m->alloc;
+        *m = maps[--nmaps];
+        a->maps--;
+        alloc_maybe_free(a);
+        r = CUDA_SUCCESS;
+        break;
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+/* Access is granted to device processes only; the host's view of device
+ * memory stays PROT_NONE whatever the descriptors say. */
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_lock);
+    /* the whole range must be mapped */
+    uint64_t covered = 0;
+    for (size_t i = 0; i < nmaps; i++) {
+        uint64_t lo = maps[i].va > ptr ? maps[i].va : ptr;
+        uint64_t hi = maps[i].va + maps[i].bytes < ptr + size ? maps[i].va + maps[i].bytes : ptr + size;
+        if (hi > lo)
+            covered += hi - lo;
+    }
+    r = covered == size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; r == CUDA_SUCCESS && k < count; k++) {
+        if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[k].location.id < 0 ||
+            desc[k].location.id >= sim.ndevices) {
+            r = CUDA_ERROR_INVALID_DEVICE;
+            break;
+        }
+        int prot = desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+                 : desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_READ      ? PROT_READ
+                                                                        : PROT_NONE;
+        struct sim_device *d = &sim.dev[desc[k].location.id];
+        sim_device_sync(d);
+        r = sim_errno_to_cu(device_do(d, VMM_PROTECT, ptr, size, 0, prot));
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}

@@ -1,0 +1,287 @@
+/*
+ * test_memory.c — device memory is separate memory: allocation, copies,
+ * memsets, the host's view of device addresses, accounting.
+ * Runs with SIMGPU_MEM_MB=64 (see CMakeLists.txt).
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "simgpu.h"
+#include "test_util.h"
+
+#define MEM_BYTES (64ull << 20)
+
+static void test_before_init_calls_fail_not_initialized(void **state)
+{
+    (void)state;
+    /* runs first, in a child, so this process's cuInit is not disturbed */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int n;
+        CUdeviceptr p;
+        _exit(cuDeviceGetCount(&n) == CUDA_ERROR_NOT_INITIALIZED && cuMemAlloc(&p, 16) == CUDA_ERROR_NOT_INITIALIZED
+                  ? 0 : 1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void test_device_queries(void **state)
+{
+    (void)state;
+    int n = 0, v = 0;
+    CU_OK(cuDeviceGetCount(&n));
+    assert_int_equal(n, 1);
+    CU_OK(cuDriverGetVersion(&v));
+    assert_int_equal(v, 13000);
+    char name[128];
+    CU_OK(cuDeviceGetName(name, sizeof(name), 0));
+    assert_non_null(strstr(name, "simgpu"));
+    size_t total;
+    CU_OK(cuDeviceTotalMem(&total, 0));
+    assert_int_equal(total, MEM_BYTES);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0));
+    assert_int_equal(v, 1024);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 0));
+    assert_int_equal(v, 1);
+    CU_IS(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
+    CUdevice d;
+    CU_IS(cuDeviceGet(&d, 1), CUDA_ERROR_INVALID_DEVICE);
+    CU_OK(cuCtxGetDevice(&d));
+    assert_int_equal(d, 0);
+}
+
+static void test_copy_round_trip_and_device_keeps_its_copy(void **state)
+{
+    (void)state;
+    enum { N = 1 << 16 };
+    unsigned char *host = malloc(N), *back = malloc(N);
+    for (int i = 0; i < N; i++)
+        host[i] = (unsigned char)(i * 7 + 3);
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, N));
+    CU_OK(cuMemcpyHtoD(d, host, N));
+    memset(host, 0xee, N);                 /* the host changes its buffer ... */
+    CU_OK(cuMemcpyDtoH(back, d, N));
+    for (int i = 0; i < N; i++)            /* ... the device kept its own copy */
+        assert_int_equal(back[i], (unsigned char)(i * 7 + 3));
+    CU_OK(cuMemFree(d));
+    free(host);
+    free(back);
+}
+
+static void test_host_dereference_of_device_memory_faults(void **state)
+{
+    (void)state;
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 4096));
+    int one = 1;
+    CU_OK(cuMemcpyHtoD(d, &one, sizeof(one)));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);          /* CMocka catches it otherwise */
+        volatile int *p = (volatile int *)(uintptr_t)d;
+        int v = *p;                        /* must fault: PROT_NONE in the host */
+        _exit(v == 1 ? 3 : 4);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGSEGV);
+    CU_OK(cuMemFree(d));
+}
+
+static void test_memset_d8_d32_and_dtod(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, N * 4));
+    CU_OK(cuMemAlloc(&b, N * 4));
+    CU_OK(cuMemsetD32(a, 0xdeadbeefu, N));
+    CU_OK(cuMemsetD8(b, 0x5a, N * 4));
+    CU_OK(cuMemcpyDtoD(b + 400, a + 400, 40));
+    uint32_t out[N];
+    CU_OK(cuMemcpyDtoH(out, b, sizeof(out)));   /* legacy stream: after the memsets and the copy */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(out[i], i >= 100 && i < 110 ? 0xdeadbeefu : 0x5a5a5a5au);
+    CU_IS(cuMemsetD32(a + 1, 0, 4), CUDA_ERROR_INVALID_VALUE);   /* misaligned */
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+}
+
+static void test_uva_memcpy_and_async_copies(void **state)
+{
+    (void)state;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    int src[64], dst[64];
+    for (int i = 0; i < 64; i++)
+        src[i] = i * i;
+    CUdeviceptr d, e;
+    CU_OK(cuMemAlloc(&d, sizeof(src)));
+    CU_OK(cuMemAlloc(&e, sizeof(src)));
+    CU_OK(cuMemcpy(d, (CUdeviceptr)(uintptr_t)src, sizeof(src)));        /* H -> D */
+    CU_OK(cuMemcpyDtoDAsync(e, d, sizeof(src), s));
+    CU_OK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, e, sizeof(src), s)); /* D -> H, in stream order */
+    CU_OK(cuStreamSynchronize(s));
+    assert_memory_equal(src, dst, sizeof(src));
+    memset(dst, 0, sizeof(dst));
+    CU_OK(cuMemcpyHtoDAsync(d, dst, sizeof(dst), s));
+    CU_OK(cuMemcpyDtoHAsync(src, d, sizeof(src), s));
+    CU_OK(cuStreamSynchronize(s));
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(src[i], 0);
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFree(e));
+    CU_OK(cuStreamDestroy(s));
+}
+
+static void test_out_of_memory_and_get_info(void **state)
+{
+    (void)state;
+    size_t free0, total;
+    CU_OK(cuMemGetInfo(&free0, &total));
+    assert_int_equal(total, MEM_BYTES);
+    CUdeviceptr big, p;
+    CU_IS(cuMemAlloc(&p, MEM_BYTES + 1), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemAlloc(&big, 48ull << 20));
+    size_t free1;
+    CU_OK(cuMemGetInfo(&free1, &total));
+    assert_int_equal(free0 - free1, 48ull << 20);
+    CU_IS(cuMemAlloc(&p, 32ull << 20), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemFree(big));
+    CU_OK(cuMemAlloc(&p, 32ull << 20));       /* the space came back */
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemGetInfo(&free1, &total));
+    assert_int_equal(free1, free0);
+}
+
+static void test_bad_pointers_are_rejected(void **state)
+{
+    (void)state;
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 256));
+    char buf[512];
+    CU_IS(cuMemFree(d + 8), CUDA_ERROR_INVALID_VALUE);              /* not the start */
+    CU_IS(cuMemFree((CUdeviceptr)(uintptr_t)buf), CUDA_ERROR_INVALID_VALUE);   /* host memory */
+    CU_IS(cuMemcpyHtoD(d, buf, 512), CUDA_ERROR_INVALID_VALUE);     /* past the allocation */
+    CU_IS(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)buf, buf, 8), CUDA_ERROR_INVALID_VALUE);  /* host dst */
+    CU_IS(cuMemcpyDtoH(buf, d + 1024, 8), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuMemsetD8(d, 0, 257), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(d));
+    CU_IS(cuMemcpyDtoH(buf, d, 8), CUDA_ERROR_INVALID_VALUE);       /* freed */
+    CU_OK(cuMemFree(0));
+}
+
+static void test_pointer_attributes(void **state)
+{
+    (void)state;
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 1024));
+    unsigned type = 0;
+    int ordinal = -1, managed = -1;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 10));
+    assert_int_equal(type, CU_MEMORYTYPE_DEVICE);
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d));
+    assert_int_equal(ordinal, 0);
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d));
+    assert_int_equal(managed, 0);
+    int x;
+    CU_IS(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)&x),
+          CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(d));
+}
+
+static void test_managed_memory_is_host_accessible(void **state)
+{
+    (void)state;
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+    int *p = (int *)(uintptr_t)m;
+    p[0] = 41;                               /* the host may touch managed memory */
+    CU_OK(cuMemsetD8(m + 4, 1, 4));      /* the block migrates to the device */
+    /* bring it back before the host reads: CMocka's SIGSEGV handler, active
+     * during a test, would take the host's UVM fault for a crash */
+    CUmemLocation host = { .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
+    CU_OK(cuMemPrefetchAsync(m, 1 << 20, host, 0, NULL));
+    CU_OK(cuCtxSynchronize());
+    assert_int_equal(p[0], 41);
+    assert_int_equal(p[1], 0x01010101);
+    int managed = 0;
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m));
+    assert_int_equal(managed, 1);
+    CUmemLocation loc = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
+    CU_OK(cuMemPrefetchAsync(m, 1 << 20, loc, 0, NULL));
+    CU_OK(cuMemAdvise(m, 1 << 20, CU_MEM_ADVISE_SET_READ_MOSTLY, loc));
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 64));
+    CU_IS(cuMemAdvise(d, 64, CU_MEM_ADVISE_SET_READ_MOSTLY, loc), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFree(m));
+}
+
+static void test_accounting_counts_bytes_each_way(void **state)
+{
+    (void)state;
+    struct simgpu_stats a, b;
+    assert_int_equal(simgpu_stats_get(0, &a), 0);
+    assert_int_equal(simgpu_stats_get(1, &b), -22 /* -EINVAL */);
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 10000));
+    static char buf[10000];
+    CU_OK(cuMemcpyHtoD(d, buf, 10000));
+    CU_OK(cuMemcpyHtoD(d, buf, 3000));
+    CU_OK(cuMemcpyDtoH(buf, d, 777));
+    CU_OK(cuMemcpyDtoD(d + 5000, d, 100));
+    CU_OK(cuMemsetD8(d, 0, 10000));
+    CU_OK(cuCtxSynchronize());
+    assert_int_equal(simgpu_stats_get(0, &b), 0);
+    assert_int_equal(b.htod_bytes - a.htod_bytes, 13000);
+    assert_int_equal(b.htod_transfers - a.htod_transfers, 2);
+    assert_int_equal(b.dtoh_bytes - a.dtoh_bytes, 777);
+    assert_int_equal(b.dtoh_transfers - a.dtoh_transfers, 1);
+    assert_int_equal(b.dtod_bytes - a.dtod_bytes, 100);
+    assert_int_equal(b.dtod_transfers - a.dtod_transfers, 1);
+    assert_int_equal(b.memset_bytes - a.memset_bytes, 10000);
+    CU_OK(cuMemFree(d));
+}
+
+static void test_error_names(void **state)
+{
+    (void)state;
+    const char *s;
+    CU_OK(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, "CUDA_ERROR_OUT_OF_MEMORY");
+    CU_OK(cuGetErrorString(CUDA_ERROR_ILLEGAL_ADDRESS, &s));
+    assert_non_null(strstr(s, "invalid memory address"));
+    CU_IS(cuGetErrorName((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest before[] = {
+        cmocka_unit_test(test_before_init_calls_fail_not_initialized),
+    };
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_queries),
+        cmocka_unit_test(test_copy_round_trip_and_device_keeps_its_copy),
+        cmocka_unit_test(test_host_dereference_of_device_memory_faults),
+        cmocka_unit_test(test_memset_d8_d32_and_dtod),
+        cmocka_unit_test(test_uva_memcpy_and_async_copies),
+        cmocka_unit_test(test_out_of_memory_and_get_info),
+        cmocka_unit_test(test_bad_pointers_are_rejected),
+        cmocka_unit_test(test_pointer_attributes),
+        cmocka_unit_test(test_managed_memory_is_host_accessible),
+        cmocka_unit_test(test_accounting_counts_bytes_each_way),
+        cmocka_unit_test(test_error_names),
+    };
+    int failed = cmocka_run_group_tests_name("before_init", before, NULL, NULL);
+    return failed + cmocka_run_group_tests_name("memory", tests, sim_test_setup, NULL);
+}
