@@ -123,23 +123,30 @@ merge_into_avx2(uint8_t *dst, const uint8_t *base, const uint8_t *src)
 	return changed;
 }
 
+/* One 32-byte step of the general merge: the merged bytes, and in
+ * *conflicts the bytes both sides changed to different values. */
+__attribute__((target("avx2,popcnt"), always_inline)) static inline __m256i
+merge3_step_avx2(const uint8_t *base, const uint8_t *lo, const uint8_t *hi, size_t *conflicts)
+{
+	__m256i b = _mm256_loadu_si256((const __m256i *)base);
+	__m256i l = _mm256_loadu_si256((const __m256i *)lo);
+	__m256i h = _mm256_loadu_si256((const __m256i *)hi);
+	__m256i hi_same = _mm256_cmpeq_epi8(h, b);
+	__m256i any_same = _mm256_or_si256(
+		hi_same, _mm256_or_si256(_mm256_cmpeq_epi8(l, b), _mm256_cmpeq_epi8(l, h)));
+
+	*conflicts += (size_t)__builtin_popcount(~(uint32_t)_mm256_movemask_epi8(any_same));
+	return _mm256_blendv_epi8(h, l, hi_same);
+}
+
 __attribute__((target("avx2,popcnt"))) static size_t
 merge_page3_avx2(uint8_t *out, const uint8_t *base, const uint8_t *lo, const uint8_t *hi)
 {
 	size_t conflicts = 0;
 
-	for (size_t i = 0; i < MERGE_PAGE_BYTES; i += 32) {
-		__m256i b = _mm256_loadu_si256((const __m256i *)(base + i));
-		__m256i l = _mm256_loadu_si256((const __m256i *)(lo + i));
-		__m256i h = _mm256_loadu_si256((const __m256i *)(hi + i));
-		__m256i hi_same = _mm256_cmpeq_epi8(h, b);
-		__m256i any_same = _mm256_or_si256(
-			hi_same, _mm256_or_si256(_mm256_cmpeq_epi8(l, b), _mm256_cmpeq_epi8(l, h)));
-		uint32_t both = ~(uint32_t)_mm256_movemask_epi8(any_same);
-
-		conflicts += (size_t)__builtin_popcount(both);
-		_mm256_storeu_si256((__m256i *)(out + i), _mm256_blendv_epi8(h, l, hi_same));
-	}
+	for (size_t i = 0; i < MERGE_PAGE_BYTES; i += 32)
+		_mm256_storeu_si256((__m256i *)(out + i),
+				    merge3_step_avx2(base + i, lo + i, hi + i, &conflicts));
 	return conflicts;
 }
 
@@ -154,18 +161,9 @@ merge_stream3_avx2(uint8_t *out, const uint8_t *base, const uint8_t *lo, const u
 {
 	size_t conflicts = 0;
 
-	for (size_t i = 0; i < bytes; i += 32) {
-		__m256i b = _mm256_loadu_si256((const __m256i *)(base + i));
-		__m256i l = _mm256_loadu_si256((const __m256i *)(lo + i));
-		__m256i h = _mm256_loadu_si256((const __m256i *)(hi + i));
-		__m256i hi_same = _mm256_cmpeq_epi8(h, b);
-		__m256i any_same = _mm256_or_si256(
-			hi_same, _mm256_or_si256(_mm256_cmpeq_epi8(l, b), _mm256_cmpeq_epi8(l, h)));
-		uint32_t both = ~(uint32_t)_mm256_movemask_epi8(any_same);
-
-		conflicts += (size_t)__builtin_popcount(both);
-		_mm256_stream_si256((__m256i *)(out + i), _mm256_blendv_epi8(h, l, hi_same));
-	}
+	for (size_t i = 0; i < bytes; i += 32)
+		_mm256_stream_si256((__m256i *)(out + i),
+				    merge3_step_avx2(base + i, lo + i, hi + i, &conflicts));
 	return conflicts;
 }
 
@@ -189,22 +187,28 @@ merge_into_avx512(uint8_t *dst, const uint8_t *base, const uint8_t *src)
 	return changed;
 }
 
+/* One 64-byte step of the general merge (as merge3_step_avx2). */
+__attribute__((target("avx512bw,avx512f,popcnt"), always_inline)) static inline __m512i
+merge3_step_avx512(const uint8_t *base, const uint8_t *lo, const uint8_t *hi, size_t *conflicts)
+{
+	__m512i b = _mm512_loadu_si512(base);
+	__m512i l = _mm512_loadu_si512(lo);
+	__m512i h = _mm512_loadu_si512(hi);
+	__mmask64 hi_changed = _mm512_cmpneq_epi8_mask(h, b);
+	__mmask64 both = _mm512_mask_cmpneq_epi8_mask(hi_changed, l, b);
+
+	both = _mm512_mask_cmpneq_epi8_mask(both, l, h);
+	*conflicts += (size_t)__builtin_popcountll(both);
+	return _mm512_mask_blend_epi8(hi_changed, l, h);
+}
+
 __attribute__((target("avx512bw,avx512f,popcnt"))) static size_t
 merge_page3_avx512(uint8_t *out, const uint8_t *base, const uint8_t *lo, const uint8_t *hi)
 {
 	size_t conflicts = 0;
 
-	for (size_t i = 0; i < MERGE_PAGE_BYTES; i += 64) {
-		__m512i b = _mm512_loadu_si512(base + i);
-		__m512i l = _mm512_loadu_si512(lo + i);
-		__m512i h = _mm512_loadu_si512(hi + i);
-		__mmask64 hi_changed = _mm512_cmpneq_epi8_mask(h, b);
-		__mmask64 both = _mm512_mask_cmpneq_epi8_mask(hi_changed, l, b);
-
-		both = _mm512_mask_cmpneq_epi8_mask(both, l, h);
-		conflicts += (size_t)__builtin_popcountll(both);
-		_mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(hi_changed, l, h));
-	}
+	for (size_t i = 0; i < MERGE_PAGE_BYTES; i += 64)
+		_mm512_storeu_si512(out + i, merge3_step_avx512(base + i, lo + i, hi + i, &conflicts));
 	return conflicts;
 }
 
@@ -215,17 +219,9 @@ merge_stream3_avx512(uint8_t *out, const uint8_t *base, const uint8_t *lo, const
 {
 	size_t conflicts = 0;
 
-	for (size_t i = 0; i < bytes; i += 64) {
-		__m512i b = _mm512_loadu_si512(base + i);
-		__m512i l = _mm512_loadu_si512(lo + i);
-		__m512i h = _mm512_loadu_si512(hi + i);
-		__mmask64 hi_changed = _mm512_cmpneq_epi8_mask(h, b);
-		__mmask64 both = _mm512_mask_cmpneq_epi8_mask(hi_changed, l, b);
-
-		both = _mm512_mask_cmpneq_epi8_mask(both, l, h);
-		conflicts += (size_t)__builtin_popcountll(both);
-		_mm512_stream_si512((void *)(out + i), _mm512_mask_blend_epi8(hi_changed, l, h));
-	}
+	for (size_t i = 0; i < bytes; i += 64)
+		_mm512_stream_si512((void *)(out + i),
+				    merge3_step_avx512(base + i, lo + i, hi + i, &conflicts));
 	return conflicts;
 }
 
