@@ -25,8 +25,10 @@ extern "C" {
 #define GAIA_CPU (-1)
 
 /* Acquire: make `device`'s replica of the managed mappings overlapping
- * [addr, addr+len) current (for the CPU: learn the pages other processes
- * changed, from the shared version table). */
+ * [addr, addr+len) current. For the CPU: learn the pages other processes
+ * changed since the last acquire (from the shared version table, and, for
+ * writers not under the shim, from file times and page checksums taken at
+ * the first acquire); their versions move. */
 int gaia_macquire(void *addr, size_t len, int device);
 
 /* Release: publish `device`'s writes to the managed mappings overlapping

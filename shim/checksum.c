@@ -4,12 +4,8 @@
  * the mapping is kept; when the file's mtime or ctime moved since the last
  * look, the pages are read again (pread through the shim's own descriptor,
  * so the application's page tables are untouched) and those whose checksum
- * differs are reported.
- *
- * A page whose checksum is not known yet (0: the mapping was not in the
- * page cache when it was made, and reading it all then would defeat lazy
- * loading) counts as changed the first time the file's times move: that
- * can only over-report, once.
+ * differs are reported. The first look only records: replicas date from
+ * an acquire, so only changes after one matter.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,17 +48,6 @@ void page_sums_free(struct page_sums *s)
 static bool same_time(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
-}
-
-int page_sums_note_times(struct page_sums *s, int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st))
-		return -errno;
-	s->mtime = st.st_mtim;
-	s->ctime = st.st_ctim;
-	s->ready = true;
-	return 0;
 }
 
 int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,

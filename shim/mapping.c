@@ -316,14 +316,9 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	}
 	if ((flags & MAP_TYPE) != MAP_PRIVATE)
 		attach_shared_table_locked(m, (uint64_t)st.st_size);
-	/* Checksums now only where reading costs no I/O (every page is in the
-	 * page cache); otherwise they are learned at the first acquire. */
-	if ((m->sums = page_sums_new(len / GAIA_PAGE))) {
-		if (populated == len / GAIA_PAGE)
-			page_sums_refresh(m->sums, m->fd, m->offset, NULL, NULL, NULL);
-		else
-			page_sums_note_times(m->sums, m->fd);
-	}
+	/* Checksums are first taken at the first acquire: what a device
+	 * holds dates from an acquire, so only changes after one matter. */
+	m->sums = page_sums_new(len / GAIA_PAGE);
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);

@@ -99,11 +99,9 @@ GAIA_HIDDEN struct page_sums *page_sums_new(uint64_t npages);
 GAIA_HIDDEN void page_sums_free(struct page_sums *s);
 /* When the file behind fd changed (mtime/ctime) since the last call:
  * re-reads the pages of [file_offset, +npages pages) for which wanted()
- * (may be NULL) says yes and calls changed() (may be NULL: only record)
- * for each whose checksum moved or was not known. Returns the pages
- * reported, or -errno. */
-/* Records the file's times without reading it (checksums stay unknown). */
-GAIA_HIDDEN int page_sums_note_times(struct page_sums *s, int fd);
+ * (may be NULL) says yes and calls changed() for each whose checksum
+ * moved. The first call only records. Returns the pages reported, or
+ * -errno. */
 GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 				  bool (*wanted)(uint64_t page, void *arg),
 				  void (*changed)(uint64_t page, void *arg), void *arg);
