@@ -45,6 +45,12 @@ struct cudart_driver {
     PFN_cuFuncGetParamInfo_v12040 FuncGetParamInfo;
     PFN_cuMemPrefetchAsync_v12020 MemPrefetchAsync;
     PFN_cuMemAdvise_v12020 MemAdvise;
+    PFN_cuMemHostAlloc_v2020 MemHostAlloc;
+    PFN_cuMemFreeHost_v2000 MemFreeHost;
+    PFN_cuMemHostRegister_v6050 MemHostRegister;
+    PFN_cuMemHostUnregister_v4000 MemHostUnregister;
+    PFN_cuMemHostGetDevicePointer_v3020 MemHostGetDevicePointer;
+    PFN_cuMemHostGetFlags_v2030 MemHostGetFlags;
     /* per-thread default stream variants (queried with flags = 2) */
     PFN_cuMemcpyHtoD_v7000_ptds MemcpyHtoD_ptds;
     PFN_cuMemcpyDtoH_v7000_ptds MemcpyDtoH_ptds;

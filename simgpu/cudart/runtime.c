@@ -213,6 +213,60 @@ cudaError_t CUDARTAPI cudaFree(void *devPtr)
     return r == CUDA_ERROR_INVALID_VALUE ? record(cudaErrorInvalidDevicePointer) : ret(r);
 }
 
+/* ---- pinned host memory ---- */
+
+/* cudaHostAlloc* and cudaHostRegister* flags have the driver's values. */
+cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    READY();
+    if (!pHost)
+        return record(cudaErrorInvalidValue);
+    CUresult r = drv.MemHostAlloc(pHost, size, flags);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocHost(void **ptr, size_t size)
+{
+    return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
+}
+
+cudaError_t CUDARTAPI cudaFreeHost(void *ptr)
+{
+    READY();
+    if (!ptr)
+        return cudaSuccess;     /* as free(NULL) */
+    return ret(drv.MemFreeHost(ptr));
+}
+
+cudaError_t CUDARTAPI cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    READY();
+    return ret(drv.MemHostRegister(ptr, size, flags));
+}
+
+cudaError_t CUDARTAPI cudaHostUnregister(void *ptr)
+{
+    READY();
+    return ret(drv.MemHostUnregister(ptr));
+}
+
+cudaError_t CUDARTAPI cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+    READY();
+    if (!pDevice)
+        return record(cudaErrorInvalidValue);
+    CUdeviceptr d = 0;
+    CUresult r = drv.MemHostGetDevicePointer(&d, pHost, flags);
+    *pDevice = (void *)(uintptr_t)d;
+    return ret(r);
+}
+
+cudaError_t CUDARTAPI cudaHostGetFlags(unsigned int *pFlags, void *pHost)
+{
+    READY();
+    return ret(drv.MemHostGetFlags(pFlags, pHost));
+}
+
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     READY();

@@ -4,8 +4,10 @@
  * Copies that touch host memory are done by the host through its private
  * view of device memory, in stream order (queue.c, sim_gated_host_copy);
  * they return once the copy is done, which is what real CUDA does for
- * pageable host memory.  Device-to-device copies and memsets run in the
- * device process, asynchronously, as real CUDA does.
+ * pageable host memory.  The Async forms with pinned host memory
+ * (pinned.c) return once the copy is queued; the host copy engine thread
+ * moves the bytes when the stream reaches it.  Device-to-device copies and
+ * memsets run in the device process, asynchronously, as real CUDA does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,7 +132,11 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 enum dir { HTOD, DTOH };
 
-static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, CUstream s, bool ptds)
+/* `async`: an Async API form.  From or to pinned host memory it returns
+ * once the copy is queued (the copy engine moves the bytes in stream
+ * order); with pageable memory, and for the synchronous forms, it returns
+ * once the bytes moved. */
+static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, CUstream s, bool ptds, bool async)
 {
     struct sim_device *sd, *d;
     uint32_t slot;
@@ -151,8 +157,10 @@ static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, C
     int hk = sim_ptr_classify((uint64_t)(uintptr_t)host, n, &hd, NULL);
     if (hk < 0 || hk == SIM_PTR_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = dir == HTOD ? sim_gated_host_copy(d, slot, view, host, n)
-                         : sim_gated_host_copy(d, slot, host, view, n);
+    bool pinned = async && hk == SIM_PTR_HOST && sim_pinned_find((uint64_t)(uintptr_t)host, n, NULL);
+    int (*copy)(struct sim_device *, uint32_t, void *, const void *, size_t) =
+        pinned ? sim_async_host_copy : sim_gated_host_copy;
+    int rc = dir == HTOD ? copy(d, slot, view, host, n) : copy(d, slot, host, view, n);
     if (d->sh->sticky_error)
         return (CUresult)d->sh->sticky_error;
     if (rc)
@@ -198,7 +206,7 @@ static CUresult dtod_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s
 }
 
 /* cuMemcpy with unified addressing: the kinds of both pointers decide. */
-static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds)
+static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds, bool async)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -218,44 +226,44 @@ static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
         return r;
     }
     if (sk == SIM_PTR_HOST)
-        return host_copy(HTOD, dst, (void *)(uintptr_t)src, n, s, ptds);
+        return host_copy(HTOD, dst, (void *)(uintptr_t)src, n, s, ptds, async);
     if (dk == SIM_PTR_HOST)
-        return host_copy(DTOH, src, (void *)(uintptr_t)dst, n, s, ptds);
+        return host_copy(DTOH, src, (void *)(uintptr_t)dst, n, s, ptds, async);
     return dtod_copy(dst, src, n, s, ptds);
 }
 
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
-{ return host_copy(HTOD, dst, (void *)src, n, NULL, false); }
+{ return host_copy(HTOD, dst, (void *)src, n, NULL, false, false); }
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
-{ return host_copy(HTOD, dst, (void *)src, n, NULL, true); }
+{ return host_copy(HTOD, dst, (void *)src, n, NULL, true, false); }
 CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
-{ return host_copy(DTOH, src, dst, n, NULL, false); }
+{ return host_copy(DTOH, src, dst, n, NULL, false, false); }
 CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
-{ return host_copy(DTOH, src, dst, n, NULL, true); }
+{ return host_copy(DTOH, src, dst, n, NULL, true, false); }
 CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 { return dtod_copy(dst, src, n, NULL, false); }
 CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 { return dtod_copy(dst, src, n, NULL, true); }
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return host_copy(HTOD, dst, (void *)src, n, s, false); }
+{ return host_copy(HTOD, dst, (void *)src, n, s, false, true); }
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return host_copy(HTOD, dst, (void *)src, n, s, true); }
+{ return host_copy(HTOD, dst, (void *)src, n, s, true, true); }
 CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return host_copy(DTOH, src, dst, n, s, false); }
+{ return host_copy(DTOH, src, dst, n, s, false, true); }
 CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return host_copy(DTOH, src, dst, n, s, true); }
+{ return host_copy(DTOH, src, dst, n, s, true, true); }
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return dtod_copy(dst, src, n, s, false); }
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return dtod_copy(dst, src, n, s, true); }
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return uva_copy(dst, src, n, NULL, false); }
+{ return uva_copy(dst, src, n, NULL, false, false); }
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return uva_copy(dst, src, n, NULL, true); }
+{ return uva_copy(dst, src, n, NULL, true, false); }
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return uva_copy(dst, src, n, s, false); }
+{ return uva_copy(dst, src, n, s, false, true); }
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return uva_copy(dst, src, n, s, true); }
+{ return uva_copy(dst, src, n, s, true, true); }
 
 /* ---- memsets (asynchronous to the host, as on hardware) ---- */
 
@@ -299,6 +307,40 @@ CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t 
 
 /* ---- pointer attributes and managed-memory hints ---- */
 
+/* Pinned host memory: host memory type; with unified addressing its device
+ * pointer is its host address; it belongs to the current context. */
+static CUresult pinned_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    struct sim_device *d;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *(void **)data = (void *)(uintptr_t)ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+        CUresult r = sim_current_device(&d);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+            *(int *)data = d->ordinal;
+        else
+            *(CUcontext *)data = (CUcontext)&d->ctx;
+        return CUDA_SUCCESS;
+    }
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     CUresult r = sim_check_init();
@@ -308,6 +350,8 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_device *d;
     int kind = sim_ptr_classify(ptr, 1, &d, NULL);
+    if (kind == SIM_PTR_HOST && sim_pinned_find(ptr, 1, NULL))
+        return pinned_attribute(data, attribute, ptr);
     if (kind <= SIM_PTR_HOST)
         return CUDA_ERROR_INVALID_VALUE;
     switch (attribute) {

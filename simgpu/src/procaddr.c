@@ -79,6 +79,22 @@
     X(cuMemsetD32Async, 3020, 0, cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)              \
     X(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz)   \
     X(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000) \
+    X(cuMemAllocHost, 2000, 0, cuMemAllocHost, PFN_cuMemAllocHost_v2000)                   \
+    X(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020)                \
+    X(cuMemFreeHost, 2000, 0, cuMemFreeHost, PFN_cuMemFreeHost_v2000)                      \
+    X(cuMemHostAlloc, 2020, 0, cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)                   \
+    X(cuMemHostGetDevicePointer, 2020, 0, cuMemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v2020) \
+    X(cuMemHostGetDevicePointer, 3020, 0, cuMemHostGetDevicePointer_v2, PFN_cuMemHostGetDevicePointer_v3020) \
+    X(cuMemHostGetFlags, 2030, 0, cuMemHostGetFlags, PFN_cuMemHostGetFlags_v2030)          \
+    X(cuMemHostRegister, 4000, 0, cuMemHostRegister, PFN_cuMemHostRegister_v4000)          \
+    X(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050)       \
+    X(cuMemHostUnregister, 4000, 0, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000)    \
+    X(cuModuleLoadData, 2000, 0, cuModuleLoadData, PFN_cuModuleLoadData_v2000)             \
+    X(cuModuleLoadDataEx, 2010, 0, cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)       \
+    X(cuModuleUnload, 2000, 0, cuModuleUnload, PFN_cuModuleUnload_v2000)                   \
+    X(cuModuleGetFunction, 2000, 0, cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)    \
+    X(cuModuleGetGlobal, 2000, 0, cuModuleGetGlobal, PFN_cuModuleGetGlobal_v2000)          \
+    X(cuModuleGetGlobal, 3020, 0, cuModuleGetGlobal_v2, PFN_cuModuleGetGlobal_v3020)       \
     X(cuMemAdvise, 8000, 0, cuMemAdvise, PFN_cuMemAdvise_v8000)                             \
     X(cuMemAdvise, 12020, 0, cuMemAdvise_v2, PFN_cuMemAdvise_v12020)                        \
     X(cuMemPrefetchAsync, 8000, 0, cuMemPrefetchAsync, PFN_cuMemPrefetchAsync_v8000)        \

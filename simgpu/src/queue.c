@@ -224,3 +224,93 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
     sim_unlock(d);
     return poisoned ? -EIO : 0;
 }
+
+/*
+ * The host copy engine of one device: a host thread that plays the DMA
+ * engine for copies to and from pinned host memory.  sim_async_host_copy
+ * files a job under the gate it armed and returns; when the device reaches
+ * that gate (everything the stream depends on is done), this thread copies
+ * through the shadow and releases the gate, so later ops of the stream run
+ * after the bytes moved.  Jobs are guarded by the control lock; the device
+ * broadcasts host_cv when it reaches a gate.  A dead device ends the thread
+ * (every waiter then reports the device lost).
+ */
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *copy_engine(void *arg)
+{
+    struct sim_device *d = arg;
+    if (sim_lock(d))
+        return NULL;
+    for (;;) {
+        uint32_t g = SIM_MAX_GATES;
+        for (uint32_t i = 0; i < SIM_MAX_GATES; i++) {
+            if (d->copy_jobs[i].pending && d->sh->gates[i] == GATE_REACHED) {
+                g = i;
+                break;
+            }
+        }
+        if (g == SIM_MAX_GATES) {
+            if (sim_host_wait(d))
+                return NULL;
+            continue;
+        }
+        struct sim_copy_job job = d->copy_jobs[g];
+        d->copy_jobs[g].pending = false;
+        bool poisoned = d->sh->sticky_error != 0;
+        sim_unlock(d);
+        if (!poisoned)
+            memcpy(job.dst, job.src, job.n);
+        if (sim_lock(d))
+            return NULL;
+        d->sh->gates[g] = GATE_RELEASED;
+        pthread_cond_broadcast(&d->sh->dev_cv);
+    }
+}
+
+static int copy_engine_start(struct sim_device *d)
+{
+    int rc = 0;
+    pthread_mutex_lock(&engine_lock);
+    if (!d->copy_engine_started) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_t t;
+        rc = -pthread_create(&t, &a, copy_engine, d);
+        pthread_attr_destroy(&a);
+        if (rc)
+            sim_log("device %d: cannot start the host copy engine thread (%d)", d->ordinal, -rc);
+        else
+            d->copy_engine_started = true;
+    }
+    pthread_mutex_unlock(&engine_lock);
+    return rc;
+}
+
+/* Asynchronous host copy (pinned memory): the call returns once the gate op
+ * is queued.  The caller must keep both buffers alive and unchanged until
+ * the stream passes the copy, as with real CUDA. */
+int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+{
+    int rc = copy_engine_start(d);
+    if (rc)
+        return rc;
+    uint32_t gate;
+    if ((rc = gate_acquire(d, &gate)))
+        return rc;
+    if ((rc = sim_lock(d)))
+        return rc;
+    d->copy_jobs[gate] = (struct sim_copy_job){ dst, src, n, true };
+    sim_unlock(d);
+    struct sim_op op = { .kind = SIM_OP_HOST_GATE, .stream = slot };
+    op.u.gate.gate = gate;
+    if ((rc = sim_submit(d, &op, NULL))) {
+        if (!sim_lock(d)) {
+            d->copy_jobs[gate].pending = false;
+            d->sh->gates[gate] = GATE_FREE;
+            sim_unlock(d);
+        }
+    }
+    return rc;
+}

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -64,6 +65,35 @@ const struct simgpu_kernel_desc *sim_kernel_find(const void *func)
             else
                 sim_log("kernel %s was registered after cuInit; the device processes do not have its code",
                         entries[i].desc->name);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+/* Does `name` denote the kernel registered as `source`?  Either the source
+ * name itself or the Itanium mangling of a free function of that name,
+ * _Z<len><source><parameter types> (what nvcc puts in PTX .entry lines for
+ * kernels that are not extern "C"). */
+static bool name_matches(const char *name, const char *source)
+{
+    if (strcmp(name, source) == 0)
+        return true;
+    if (strncmp(name, "_Z", 2) != 0)
+        return false;
+    char *end;
+    unsigned long len = strtoul(name + 2, &end, 10);
+    return end != name + 2 && len == strlen(source) && strncmp(end, source, len) == 0;
+}
+
+const struct simgpu_kernel_desc *sim_kernel_find_by_name(const char *name)
+{
+    const struct simgpu_kernel_desc *found = NULL;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = nentries; i-- > 0;) {
+        if (entries[i].desc->name && name_matches(name, entries[i].desc->name)) {
+            found = entries[i].desc;
             break;
         }
     }

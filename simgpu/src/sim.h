@@ -155,6 +155,10 @@ struct sim_device {
     struct sim_alloc device_mem, managed_mem;
     struct sim_context ctx;
     struct sim_uvm *uvm;        /* shared UVM state of the managed area */
+    /* host copy engine (queue.c): asynchronous copies to/from pinned host
+     * memory, one per gate, guarded by sh->lock */
+    struct sim_copy_job { void *dst; const void *src; size_t n; bool pending; } copy_jobs[SIM_MAX_GATES];
+    bool copy_engine_started;   /* guarded by queue.c's engine_lock */
 };
 
 struct sim_global {
@@ -211,6 +215,18 @@ int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_event(struct sim_device *d, uint32_t slot);
 /* Host copy in stream order: gate the stream, copy, release. */
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n);
+/* The same, but returns once the copy is queued: the device's host copy
+ * engine thread copies when the stream reaches the gate (pinned memory). */
+int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n);
+
+/* pinned.c: page-locked host memory (cuMemAllocHost/HostAlloc/HostRegister). */
+struct sim_pinned {
+    uint64_t base, bytes;
+    unsigned flags;             /* CU_MEMHOSTALLOC_* or CU_MEMHOSTREGISTER_* */
+    bool allocated;             /* by cuMemAllocHost/cuMemHostAlloc, not registered */
+};
+/* True if [p, p+len) lies inside one pinned range (then *out, if given, is it). */
+bool sim_pinned_find(uint64_t p, uint64_t len, struct sim_pinned *out);
 
 /* memory.c: pointers. */
 enum sim_ptr_kind { SIM_PTR_HOST = 0, SIM_PTR_DEVICE, SIM_PTR_MANAGED };
@@ -257,6 +273,10 @@ int sim_vmm_find(uint64_t p, uint64_t len, struct sim_device **d, unsigned char 
 
 /* registry.c */
 const struct simgpu_kernel_desc *sim_kernel_find(const void *func);
+/* The kernel registered under `name` (its source name, or an Itanium
+ * mangled name _Z<len><name>... of a free function), most recent first;
+ * NULL if none. */
+const struct simgpu_kernel_desc *sim_kernel_find_by_name(const char *name);
 void sim_registry_seal(void);   /* called at fork: later registrations are not launchable */
 
 /* stats.c */

@@ -44,6 +44,23 @@ static void test_versions_select_the_abi(void **state)
     assert_ptr_equal(get("cuMemAdvise", 8000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemAdvise"));
     assert_ptr_equal(get("cuMemAdvise", 12020, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemAdvise_v2"));
     get("cuFuncGetParamInfo", 12030, 0, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    /* pinned host memory and modules: legacy and _v2 ABIs */
+    assert_ptr_equal(get("cuMemAllocHost", 2000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemAllocHost"));
+    assert_ptr_equal(get("cuMemAllocHost", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemAllocHost_v2"));
+    assert_ptr_equal(get("cuMemHostRegister", 4000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemHostRegister"));
+    assert_ptr_equal(get("cuMemHostRegister", 6050, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemHostRegister_v2"));
+    get("cuMemHostRegister", 3020, 0, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    assert_ptr_equal(get("cuMemHostGetDevicePointer", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS),
+                     abi("cuMemHostGetDevicePointer_v2"));
+    assert_ptr_equal(get("cuMemHostUnregister", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemHostUnregister"));
+    assert_ptr_equal(get("cuMemHostGetFlags", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemHostGetFlags"));
+    assert_ptr_equal(get("cuMemFreeHost", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemFreeHost"));
+    assert_ptr_equal(get("cuMemHostAlloc", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuMemHostAlloc"));
+    assert_ptr_equal(get("cuModuleLoadData", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuModuleLoadData"));
+    assert_ptr_equal(get("cuModuleLoadDataEx", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuModuleLoadDataEx"));
+    assert_ptr_equal(get("cuModuleGetFunction", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuModuleGetFunction"));
+    assert_ptr_equal(get("cuModuleUnload", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuModuleUnload"));
+    assert_ptr_equal(get("cuModuleGetGlobal", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS), abi("cuModuleGetGlobal_v2"));
 }
 
 static void test_per_thread_flag_selects_ptsz_and_ptds(void **state)
@@ -90,9 +107,9 @@ static void test_known_but_unsupported_entry_points_return_not_supported(void **
     PFN_cuGraphLaunch_v10000 launch = get("cuGraphLaunch", 10000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
     assert_non_null(launch);
     CU_IS(launch(NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
-    PFN_cuModuleLoadData_v2000 load = get("cuModuleLoadData", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
-    CUmodule mod;
-    CU_IS(load(&mod, "image"), CUDA_ERROR_NOT_SUPPORTED);
+    PFN_cuMemAllocAsync_v11020 alloc_async = get("cuMemAllocAsync", 13000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
+    CUdeviceptr dp;
+    CU_IS(alloc_async(&dp, 4096, NULL), CUDA_ERROR_NOT_SUPPORTED);
     PFN_cuGetExportTable_v3000 et = get("cuGetExportTable", 3000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
     const void *table = (void *)1;
     CUuuid id = { { 0 } };

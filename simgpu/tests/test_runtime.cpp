@@ -144,6 +144,55 @@ static void test_managed_memory_is_accepted(void **)
     RT_OK(cudaFree(m));
 }
 
+/* Pinned memory through the runtime: cudaMallocHost/HostAlloc/FreeHost,
+ * cudaHostRegister/Unregister and their errors, and an async round trip. */
+static void test_pinned_memory_through_the_runtime(void **)
+{
+    int *h = NULL, *back = NULL;
+    RT_OK(cudaMallocHost((void **)&h, 1024 * sizeof(int)));
+    RT_OK(cudaHostAlloc((void **)&back, 1024 * sizeof(int), cudaHostAllocMapped));
+    unsigned flags = 99;
+    RT_OK(cudaHostGetFlags(&flags, back));
+    assert_int_equal(flags, cudaHostAllocMapped);
+    void *dp = NULL;
+    RT_OK(cudaHostGetDevicePointer(&dp, back, 0));
+    assert_ptr_equal(dp, back);
+    for (int i = 0; i < 1024; i++)
+        h[i] = i * 5;
+    memset(back, 0, 1024 * sizeof(int));
+    int *d;
+    RT_OK(cudaMalloc((void **)&d, 1024 * sizeof(int)));
+    cudaStream_t s;
+    RT_OK(cudaStreamCreate(&s));
+    RT_OK(cudaMemcpyAsync(d, h, 1024 * sizeof(int), cudaMemcpyHostToDevice, s));
+    int n = 1024;
+    void *args[] = { &d, &n };
+    RT_OK(cudaLaunchKernel((const void *)add_one, dim3(8), dim3(128), args, 0, s));
+    launches_made++;
+    launch_calls++;
+    RT_OK(cudaMemcpyAsync(back, d, 1024 * sizeof(int), cudaMemcpyDeviceToHost, s));
+    RT_OK(cudaStreamSynchronize(s));
+    syncs_made++;
+    for (int i = 0; i < 1024; i++)
+        assert_int_equal(back[i], i * 5 + 1);
+
+    std::vector<char> buf(8192);
+    RT_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterDefault));
+    assert_int_equal((int)cudaHostRegister(buf.data() + 100, 10, 0), (int)cudaErrorHostMemoryAlreadyRegistered);
+    RT_OK(cudaHostUnregister(buf.data()));
+    assert_int_equal((int)cudaHostUnregister(buf.data()), (int)cudaErrorHostMemoryNotRegistered);
+    assert_int_equal((int)cudaGetLastError(), (int)cudaErrorHostMemoryNotRegistered);
+    assert_int_equal((int)cudaHostRegister(NULL, 10, 0), (int)cudaErrorInvalidValue);
+    assert_int_equal((int)cudaHostRegister(buf.data(), 0, 0), (int)cudaErrorInvalidValue);
+    cudaGetLastError();
+
+    RT_OK(cudaStreamDestroy(s));
+    RT_OK(cudaFree(d));
+    RT_OK(cudaFreeHost(h));
+    RT_OK(cudaFreeHost(back));
+    RT_OK(cudaFreeHost(NULL));
+}
+
 /* Under interpose_count.so: every launch and sync went through the
  * interposer's wrappers, reached by the dlsym + self-lookup path. */
 static void test_interposer_saw_every_launch_and_sync(void **)
@@ -172,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_vector_add_through_the_runtime),
         cmocka_unit_test(test_streams_events_and_errors),
         cmocka_unit_test(test_managed_memory_is_accepted),
+        cmocka_unit_test(test_pinned_memory_through_the_runtime),
         cmocka_unit_test(test_interposer_saw_every_launch_and_sync),
     };
     return cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
