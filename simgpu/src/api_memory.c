@@ -375,6 +375,45 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     }
 }
 
+static size_t attribute_bytes(CUpointer_attribute attribute)
+{
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        return sizeof(void *);
+    default:
+        return 0;
+    }
+}
+
+/* As cuPointerGetAttribute for each attribute, except that a pointer the
+ * driver does not know is no error: its attributes read as zero (the CUDA
+ * driver API's documented behaviour). */
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                        void **data, CUdeviceptr ptr)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!numAttributes || !attributes || !data)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int i = 0; i < numAttributes; i++) {
+        if (!data[i])
+            return CUDA_ERROR_INVALID_VALUE;
+        r = cuPointerGetAttribute(data[i], attributes[i], ptr);
+        if (r == CUDA_ERROR_INVALID_VALUE && attribute_bytes(attributes[i]))
+            memset(data[i], 0, attribute_bytes(attributes[i]));
+        else if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult managed_hint(CUdeviceptr p, size_t count)
 {
     CUresult r = sim_check_init();

@@ -79,6 +79,7 @@
     X(cuMemsetD32Async, 3020, 0, cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)              \
     X(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz)   \
     X(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000) \
+    X(cuPointerGetAttributes, 7000, 0, cuPointerGetAttributes, PFN_cuPointerGetAttributes_v7000) \
     X(cuMemAllocHost, 2000, 0, cuMemAllocHost, PFN_cuMemAllocHost_v2000)                   \
     X(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2, PFN_cuMemAllocHost_v3020)                \
     X(cuMemFreeHost, 2000, 0, cuMemFreeHost, PFN_cuMemFreeHost_v2000)                      \

@@ -196,6 +196,23 @@ static void test_pointer_attributes(void **state)
     int x;
     CU_IS(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)&x),
           CUDA_ERROR_INVALID_VALUE);
+
+    /* Several at once; an unknown pointer reads as zeros, no error. */
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    CUdeviceptr devptr = 0;
+    void *data[3] = {&type, &ordinal, &devptr};
+    type = 0;
+    ordinal = -1;
+    CU_OK(cuPointerGetAttributes(3, attrs, data, d + 8));
+    assert_int_equal(type, CU_MEMORYTYPE_DEVICE);
+    assert_int_equal(ordinal, 0);
+    assert_true(devptr == d + 8);
+    CU_OK(cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)&x));
+    assert_int_equal(type, 0);
+    assert_true(devptr == 0);
+    CU_IS(cuPointerGetAttributes(0, attrs, data, d), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuMemFree(d));
 }
 
