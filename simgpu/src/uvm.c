@@ -52,6 +52,7 @@ struct uvm_req {
     uint32_t state;     /* futex word */
     uint32_t kind;
     uint64_t block;
+    uint32_t handed;    /* answer: 1 when the block was handed to the requester */
 };
 
 struct uvm_queue {      /* requests served by one side's service thread */
@@ -111,8 +112,13 @@ static bool other_side_alive(struct sim_device *d)
     return r == 0;
 }
 
-/* Post a request to the other side's service thread and wait for it. */
-static bool request(struct sim_device *d, uint32_t kind, uint64_t b)
+/* Post a request to the other side's service thread and wait for it.
+ * Returns 1 when the block was handed to this side (its state is then
+ * this side's or SHARED, with BUSY set), 0 when the other side had nothing
+ * to give (re-read the state), -1 when the other process is gone. The
+ * answer travels in the request: the state alone cannot tell, since
+ * another thread of this side may set the same BUSY value meanwhile. */
+static int request(struct sim_device *d, uint32_t kind, uint64_t b)
 {
     struct uvm_queue *q = &d->uvm->to_side[!my_side];
     struct uvm_req *r = NULL;
@@ -128,6 +134,7 @@ static bool request(struct sim_device *d, uint32_t kind, uint64_t b)
     }
     r->kind = kind;
     r->block = b;
+    r->handed = 0;
     __atomic_store_n(&r->state, REQ_REQUESTED, __ATOMIC_RELEASE);
     __atomic_fetch_add(&q->seq, 1, __ATOMIC_RELEASE);
     futex_wake_all(&q->seq);
@@ -136,10 +143,11 @@ static bool request(struct sim_device *d, uint32_t kind, uint64_t b)
     while ((s = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE)) != REQ_DONE) {
         futex(&r->state, FUTEX_WAIT, s, &ts);
         if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != REQ_DONE && !other_side_alive(d))
-            return false;
+            return -1;
     }
+    int handed = (int)__atomic_load_n(&r->handed, __ATOMIC_ACQUIRE);
     __atomic_store_n(&r->state, REQ_FREE, __ATOMIC_RELEASE);
-    return true;
+    return handed;
 }
 
 static void pay_fault_cost(void)
@@ -178,13 +186,14 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write)
         }
         bool duplicate = !write && s != SHARED && __atomic_load_n(&d->uvm->read_mostly[b], __ATOMIC_RELAXED);
         bool copy = s != SHARED;    /* a write to a shared block already has the bytes */
-        if (!request(d, duplicate ? KIND_DOWNGRADE : KIND_REVOKE, b)) {
+        int got = request(d, duplicate ? KIND_DOWNGRADE : KIND_REVOKE, b);
+        if (got < 0) {
             ok = false;
             break;
         }
-        uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
-        if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != handed)
+        if (!got)
             continue;   /* the other side had already let go: retry */
+        uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
         if (fault)
             pay_fault_cost();
         protect(d, b, duplicate ? PROT_READ : PROT_READ | PROT_WRITE);
@@ -218,6 +227,7 @@ static bool serve(struct sim_device *d, struct uvm_req *r)
         bool down = r->kind == KIND_DOWNGRADE;
         protect(d, r->block, down ? PROT_READ : PROT_NONE);
         __atomic_store_n(st, (uint8_t)((down ? SHARED : requester) | BUSY), __ATOMIC_RELEASE);    /* handed over */
+        __atomic_store_n(&r->handed, 1, __ATOMIC_RELEASE);
     }
     /* otherwise there is nothing of ours to give: the requester re-reads */
     __atomic_store_n(&r->state, REQ_DONE, __ATOMIC_RELEASE);

@@ -160,6 +160,11 @@ int main()
     CU(cuMemcpyDtoH(&total, sum, 8));
     CHECK(total == (unsigned long long)rn);
     simgpu_stats r1 = stats();
+    if (r1.uvm_faults - r0.uvm_faults != RB)
+        std::fprintf(stderr, "read-mostly pass: %llu faults, %llu bytes migrated (expected %u, %u)\n",
+                     (unsigned long long)(r1.uvm_faults - r0.uvm_faults),
+                     (unsigned long long)(r1.uvm_migrated_bytes - r0.uvm_migrated_bytes), RB,
+                     (unsigned)(RB * BLOCK));
     CHECK(r1.uvm_faults - r0.uvm_faults == RB);                        /* duplicated */
     CHECK(r1.uvm_migrated_bytes - r0.uvm_migrated_bytes == (uint64_t)RB * BLOCK);
     long long host_sum = 0;
