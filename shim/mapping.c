@@ -1,6 +1,7 @@
-/* Managed file mappings: which mappings the shim takes on, their engine
- * state (runtime/lrc.h), and the CPU's release at msync, munmap, fork and
- * exit (DESIGN §3.1, §3.3).
+/* Managed file mappings: their engine state (runtime/lrc.h), the CPU's
+ * release at msync, munmap, fork and exit, and its acquire of what other
+ * processes changed (DESIGN §3.1, §3.3). Which mappings are managed is
+ * admission.c's.
  *
  * The CPU replica is the kernel's own mapping of the file: the shim never
  * copies it. It registers the range for write tracking, gives every page a
@@ -12,18 +13,14 @@
  * lookups that need no engine state.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,10 +29,6 @@
 #include "sharedtab.h"
 #include "shim.h"
 #include "stats.h"
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 
 struct gaia_mapping {
 	struct gaia_mapping *next;
@@ -79,138 +72,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* --- which mappings are managed --- */
-
-/* GAIA_PATHS: ':'-separated globs, a leading '!' excludes; the first glob
- * matching the path decides; a path no glob matches is managed only when
- * every glob excludes (so "!*.so" alone means "everything but .so"). */
-static bool path_selected(const char *path)
-{
-	const char *globs = gaia_config()->paths;
-	if (!globs || !*globs)
-		return true;
-	bool only_excludes = true;
-	char glob[PATH_MAX];
-	for (const char *p = globs; *p;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		bool exclude = n && p[0] == '!';
-		size_t skip = exclude ? 1 : 0;
-		if (n - skip < sizeof(glob)) {
-			memcpy(glob, p + skip, n - skip);
-			glob[n - skip] = 0;
-			if (fnmatch(glob, path, 0) == 0)
-				return !exclude;
-		}
-		only_excludes = only_excludes && exclude;
-		p += n + (colon ? 1 : 0);
-	}
-	return only_excludes;
-}
-
-/* Mappings the CUDA libraries make for themselves are theirs. */
-static bool called_from_cuda(void *caller)
-{
-	Dl_info info;
-	if (!caller || !dladdr(caller, &info) || !info.dli_fname)
-		return false;
-	const char *base = strrchr(info.dli_fname, '/');
-	base = base ? base + 1 : info.dli_fname;
-	return strncmp(base, "libcuda", 7) == 0 || strncmp(base, "libnv", 5) == 0 ||
-	       strncmp(base, "libcudart", 9) == 0;
-}
-
-bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char *path,
-		    size_t path_size)
-{
-	const struct gaia_env *cfg = gaia_config();
-	if (cfg->disable || fd < 0 || (flags & MAP_ANONYMOUS) || (prot & PROT_EXEC) || !len)
-		return false;
-	int type = flags & MAP_TYPE;
-	if (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE)
-		return false;
-	if ((unsigned long long)len < (unsigned long long)cfg->min_map_kb * 1024ull)
-		return false;
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return false;
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, path, path_size - 1);
-	if (n <= 0)
-		return false;
-	path[n] = 0;
-	/* memfd and POSIX shared-memory objects are memory, not files. */
-	if (strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0)
-		return false;
-	if (!path_selected(path))
-		return false;
-	return !called_from_cuda(caller);
-}
-
 /* --- creating and forgetting mappings --- */
-
-#ifndef SYS_cachestat
-#define SYS_cachestat 451
-#endif
-
-struct cachestat_range_abi {
-	uint64_t off, len;
-};
-struct cachestat_abi {
-	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-
-/* True when every page of the file range is in the page cache: one
- * cachestat(2) (Linux 6.5+) instead of a mincore walk of the mapping. */
-static bool file_range_resident(int fd, uint64_t offset, size_t len)
-{
-	struct cachestat_range_abi range = {offset, len};
-	struct cachestat_abi cs;
-	if (syscall(SYS_cachestat, fd, &range, &cs, 0))
-		return false;
-	return cs.nr_cache >= len / GAIA_PAGE;
-}
-
-/* Populates the pages already in the page cache before registering: with
- * write tracking on, the kernel maps nothing around a fault, so each first
- * touch would cost a fault of its own (research: pagecache_wp.md). */
-static size_t populate_resident(void *addr, size_t len, int fd, uint64_t offset)
-{
-	size_t npages = len / GAIA_PAGE;
-	if (file_range_resident(fd, offset, len))
-		return REAL(madvise)(addr, len, MADV_POPULATE_READ) == 0 ? npages : 0;
-	size_t populated = 0;
-	unsigned char *vec = malloc(npages ? npages : 1);
-	if (!vec || mincore(addr, len, vec)) {
-		free(vec);
-		return 0;
-	}
-	for (size_t p = 0; p < npages;) {
-		if (!(vec[p] & 1)) {
-			p++;
-			continue;
-		}
-		size_t q = p;
-		while (q < npages && (vec[q] & 1))
-			q++;
-		if (REAL(madvise)((char *)addr + p * GAIA_PAGE, (q - p) * GAIA_PAGE,
-				  MADV_POPULATE_READ) == 0)
-			populated += q - p;
-		p = q;
-	}
-	free(vec);
-	return populated;
-}
-
-/* A MAP_SHARED mapping of a descriptor not open for writing can never be
- * written through (mprotect to PROT_WRITE fails with EACCES), and
- * userfaultfd refuses to register it: it is managed without tracking. */
-static bool never_writable(int flags, int fd)
-{
-	int mode = fcntl(fd, F_GETFL);
-	return (flags & MAP_TYPE) != MAP_PRIVATE && mode >= 0 && (mode & O_ACCMODE) == O_RDONLY;
-}
 
 static uint64_t file_page_of(const struct gaia_mapping *m, uint64_t page)
 {
@@ -238,25 +100,6 @@ static void attach_shared_table_locked(struct gaia_mapping *m, uint64_t file_siz
 		tsvt_set_file_version(&m->engine.tsvt, p, shared_file_version(m->shared, file_page_of(m, p)));
 }
 
-/* "binary+0xoffset (symbol)" for a code address, for the log. */
-static void describe_caller(void *caller, char *buf, size_t size)
-{
-	Dl_info info;
-	if (!caller || !dladdr(caller, &info) || !info.dli_fname) {
-		snprintf(buf, size, "%p", caller);
-		return;
-	}
-	const char *base = strrchr(info.dli_fname, '/');
-	base = base ? base + 1 : info.dli_fname;
-	if (info.dli_sname)
-		snprintf(buf, size, "%s+%#lx (%s+%#lx)", base,
-			 (unsigned long)((char *)caller - (char *)info.dli_fbase), info.dli_sname,
-			 (unsigned long)((char *)caller - (char *)info.dli_saddr));
-	else
-		snprintf(buf, size, "%s+%#lx", base,
-			 (unsigned long)((char *)caller - (char *)info.dli_fbase));
-}
-
 void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
 		   const char *path, void *caller)
 {
@@ -274,8 +117,8 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	/* Write tracking is per page table entry: a file folio mapped by a
 	 * 2 MiB entry would report all its 512 pages when one is written. */
 	REAL(madvise)(addr, len, MADV_NOHUGEPAGE);
-	size_t populated = populate_resident(addr, len, fd, (uint64_t)offset);
-	bool tracked = !never_writable(flags, fd);
+	size_t populated = mapping_populate_resident(addr, len, fd, (uint64_t)offset);
+	bool tracked = !mapping_never_writable(flags, fd);
 	int rc = tracked ? tracker_register(addr, len) : 0;
 	if (rc) {
 		gaia_log_once(&register_failed_once, GAIA_LOG_WARN,
@@ -328,7 +171,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	stats_add(GAIA_STAT_readahead_pages, populated);
 	if (gaia_config()->log >= GAIA_LOG_INFO) {
 		char where[256];
-		describe_caller(caller, where, sizeof(where));
+		mapping_describe_caller(caller, where, sizeof(where));
 		gaia_info("managing %s: %zu KiB at %p, file offset %lld, %s, %s, mapped by %s; "
 			  "%zu resident pages populated", path, len / 1024, addr, (long long)offset,
 			  (flags & MAP_TYPE) == MAP_PRIVATE ? "MAP_PRIVATE" : "MAP_SHARED",

@@ -110,9 +110,17 @@ GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_off
 GAIA_HIDDEN void release_timer_start(void);
 GAIA_HIDDEN void release_timer_after_fork(void);
 
-/* --- managed mappings (mapping.c) --- */
+/* --- which mappings are managed, and how they start (admission.c) --- */
+/* Whether an mmap with these arguments is to be managed; fills path. */
 GAIA_HIDDEN bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd,
 				char *path, size_t path_size);
+/* Populates the pages of [addr, addr+len) that the page cache holds;
+ * returns how many. */
+GAIA_HIDDEN size_t mapping_populate_resident(void *addr, size_t len, int fd, uint64_t offset);
+GAIA_HIDDEN bool mapping_never_writable(int flags, int fd);
+GAIA_HIDDEN void mapping_describe_caller(void *caller, char *buf, size_t size);
+
+/* --- managed mappings (mapping.c) --- */
 /* Takes on a mapping the kernel just made; `caller` (may be NULL) is the
  * code address that called mmap, for the log. */
 GAIA_HIDDEN void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
