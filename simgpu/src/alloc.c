@@ -13,6 +13,25 @@
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
+/* Records the extent [off, off+need) (size bytes asked for) at index at,
+ * keeping the table sorted. 0 or -ENOMEM. */
+static int insert_extent(struct sim_alloc *a, size_t at, uint64_t off, uint64_t need, uint64_t size)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        struct sim_extent *v = realloc(a->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        a->v = v;
+        a->cap = cap;
+    }
+    memmove(&a->v[at + 1], &a->v[at], (a->n - at) * sizeof(*a->v));
+    a->v[at] = (struct sim_extent){ off, need, size };
+    a->n++;
+    a->used_bytes += need;
+    return 0;
+}
+
 int sim_alloc_get(struct sim_alloc *a, uint64_t size, uint64_t *off)
 {
     if (size == 0)
@@ -33,18 +52,9 @@ int sim_alloc_get(struct sim_alloc *a, uint64_t size, uint64_t *off)
         if (i == a->n)
             return -ENOMEM;
     }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        struct sim_extent *v = realloc(a->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        a->v = v;
-        a->cap = cap;
-    }
-    memmove(&a->v[at + 1], &a->v[at], (a->n - at) * sizeof(*a->v));
-    a->v[at] = (struct sim_extent){ cursor, need, size };
-    a->n++;
-    a->used_bytes += need;
+    int rc = insert_extent(a, at, cursor, need, size);
+    if (rc)
+        return rc;
     *off = cursor;
     return 0;
 }
@@ -64,19 +74,7 @@ int sim_alloc_get_at(struct sim_alloc *a, uint64_t off, uint64_t size)
         return -EEXIST;
     if (at < a->n && a->v[at].off < off + need)
         return -EEXIST;
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        struct sim_extent *v = realloc(a->v, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        a->v = v;
-        a->cap = cap;
-    }
-    memmove(&a->v[at + 1], &a->v[at], (a->n - at) * sizeof(*a->v));
-    a->v[at] = (struct sim_extent){ off, need, size };
-    a->n++;
-    a->used_bytes += need;
-    return 0;
+    return insert_extent(a, at, off, need, size);
 }
 
 static size_t find_index(const struct sim_alloc *a, uint64_t off)
