@@ -127,6 +127,15 @@ static struct sim_event *event_of(CUevent e)
     return ev && ev->magic == SIM_EVENT_MAGIC ? ev : NULL;
 }
 
+/* The prologue of the calls that take one event and no stream. */
+static CUresult event_begin(CUevent e, struct sim_event **ev)
+{
+    *ev = event_of(e);
+    if (!*ev)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return sim_check_init();
+}
+
 CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     struct sim_device *d;
@@ -151,10 +160,8 @@ CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
 {
-    struct sim_event *ev = event_of(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = sim_check_init();
+    struct sim_event *ev;
+    CUresult r = event_begin(hEvent, &ev);
     if (r != CUDA_SUCCESS)
         return r;
     sim_slot_free_event(&sim.dev[ev->ordinal], ev->slot);
@@ -226,10 +233,8 @@ static int event_done(struct sim_event *ev, struct sim_device *d, uint64_t *time
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 {
-    struct sim_event *ev = event_of(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = sim_check_init();
+    struct sim_event *ev;
+    CUresult r = event_begin(hEvent, &ev);
     if (r != CUDA_SUCCESS)
         return r;
     struct sim_device *d = &sim.dev[ev->ordinal];
@@ -243,10 +248,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 {
-    struct sim_event *ev = event_of(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = sim_check_init();
+    struct sim_event *ev;
+    CUresult r = event_begin(hEvent, &ev);
     if (r != CUDA_SUCCESS)
         return r;
     struct sim_device *d = &sim.dev[ev->ordinal];
