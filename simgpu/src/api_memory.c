@@ -20,6 +20,21 @@ static CUdeviceptr window_ptr(struct sim_device *d, uint64_t off)
     return (CUdeviceptr)(uintptr_t)(d->window + off);
 }
 
+/* Takes `bytes` from one of d's areas (device memory, or the managed area
+ * that starts `base` bytes into the window). */
+static CUresult alloc_in(struct sim_device *d, struct sim_alloc *area, uint64_t base, size_t bytes,
+                         CUdeviceptr *dptr)
+{
+    uint64_t off;
+    pthread_mutex_lock(&d->alloc_lock);
+    int rc = sim_alloc_get(area, bytes, &off);
+    pthread_mutex_unlock(&d->alloc_lock);
+    if (rc)
+        return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+    *dptr = window_ptr(d, base + off);
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     struct sim_device *d;
@@ -28,14 +43,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return r;
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t off;
-    pthread_mutex_lock(&d->alloc_lock);
-    int rc = sim_alloc_get(&d->device_mem, bytesize, &off);
-    pthread_mutex_unlock(&d->alloc_lock);
-    if (rc)
-        return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
-    *dptr = window_ptr(d, off);
-    return CUDA_SUCCESS;
+    return alloc_in(d, &d->device_mem, 0, bytesize, dptr);
 }
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
@@ -46,14 +54,7 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
         return r;
     if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t off;
-    pthread_mutex_lock(&d->alloc_lock);
-    int rc = sim_alloc_get(&d->managed_mem, bytesize, &off);
-    pthread_mutex_unlock(&d->alloc_lock);
-    if (rc)
-        return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
-    *dptr = window_ptr(d, d->mem_bytes + off);
-    return CUDA_SUCCESS;
+    return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);
 }
 
 /* cuMemFree may synchronize (cuda.h); this one always does, on the owning
