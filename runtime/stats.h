@@ -8,6 +8,9 @@
 
 #define GAIA_STATS_TABLE(X)                                                          \
 	X(managed_mappings, "mappings", "file mappings the shim managed")            \
+	X(kernel_launches, "launches", "kernel launches intercepted")                \
+	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
+	X(device_replicas, "replicas", "device replicas of regions created")         \
 	X(cpu_faults, "faults", "CPU first-touch faults handled or populated")      \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \
 	X(readahead_hits, "pages", "accesses that found their page populated")      \

@@ -1,0 +1,84 @@
+/* The GPU side of the shim: what the CUDA hooks (cuda_hooks.c) tell the
+ * protocol (gpu.c), and how the protocol reaches the real driver.
+ *
+ * The hooks decide *when* (every launch path, every host sync); gpu.c
+ * decides *what* (DESIGN §3.3: at a launch the CPU's release then the
+ * device's acquire; at a sync the device's release then the CPU's
+ * acquire). Neither is compiled against a driver library: every real
+ * entry point is resolved at run time from the libcuda.so.1 the program
+ * loaded.
+ */
+#ifndef GAIA_GPU_H
+#define GAIA_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda.h>
+
+#include "shim.h"
+
+/* --- the real driver (cuda_hooks.c) --- */
+
+/* The real libcuda.so.1 entry point with this ABI name ("cuMemcpyHtoD_v2",
+ * "cuLaunchKernel_ptsz"), never one of the shim's wrappers; NULL when no
+ * driver is loaded or it lacks the name. Cached per name; thread-safe. */
+GAIA_HIDDEN void *cuda_real(const char *abi_name);
+
+/* The typed form: CUDA_REAL(cuCtxGetDevice) is a PFN_cuCtxGetDevice_v2000
+ * or NULL. */
+#define CUDA_REAL(fn, pfn_type) ((pfn_type)cuda_real(#fn))
+
+/* True while the calling thread is inside one of the shim's CUDA calls or
+ * a hook: nested hooks forward without acting (a runtime-API hook whose
+ * cudart reaches the wrapped driver, or the shim's own driver calls). */
+GAIA_HIDDEN extern __thread int gpu_hook_depth __attribute__((tls_model("initial-exec")));
+
+/* --- what the hooks report (gpu.c) --- */
+
+/* How a launch's parameters are described: a driver CUfunction (or a
+ * CUkernel cast to one), or a runtime-API host stub (cudaLaunchKernel's
+ * func), whose layout comes from cudaFuncGetParamInfo. */
+enum gpu_func_kind { GPU_FUNC_DRIVER, GPU_FUNC_RUNTIME, GPU_FUNC_NONE };
+
+struct gpu_launch {
+	/* in */
+	enum gpu_func_kind kind;
+	const void *func;
+	CUstream stream;
+	void **params; /* kernelParams as given (may be NULL) */
+	void **extra;  /* the extra array as given (may be NULL) */
+	/* out: what to forward to the real launch (the inputs, or copies
+	 * with pointers into managed-backed regions translated) */
+	void **fwd_params;
+	void **fwd_extra;
+	/* private to gpu.c */
+	void *scratch;
+	int device;
+};
+
+/* Before the real launch: the CPU's release, then the current context's
+ * device acquires every managed region (uploads and rebases done, in
+ * stream order). Sets fwd_params/fwd_extra. Never fails the launch: a
+ * region that cannot get a device replica is logged and left out. */
+GAIA_HIDDEN void gpu_launch_prepare(struct gpu_launch *launch);
+/* After the real launch returned rc: frees what prepare allocated. */
+GAIA_HIDDEN void gpu_launch_done(struct gpu_launch *launch, CUresult rc);
+
+/* A host synchronization returned rc (CUDA_SUCCESS or not): when it
+ * succeeded, every device of the current context's device that launched
+ * since its last release releases (device-dirty pages found by diffing on
+ * the device, merged into the CPU replica in place), then the CPU
+ * acquires. */
+enum gpu_sync_kind { GPU_SYNC_CONTEXT, GPU_SYNC_STREAM, GPU_SYNC_EVENT, GPU_SYNC_COPY };
+GAIA_HIDDEN void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc);
+
+/* The real cuInit is about to run (called once per process, before it):
+ * the protocol registers what must exist before the driver starts. */
+GAIA_HIDDEN void gpu_before_driver_init(void);
+
+/* The program is exiting or the driver is going away: last device
+ * releases, device replicas freed. */
+GAIA_HIDDEN void gpu_at_exit(void);
+
+#endif
