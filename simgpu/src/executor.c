@@ -344,6 +344,7 @@ void sim_device_main(struct sim_device *d)
     D = d;
     SH = d->sh;
     setup_signals();
+    sim_vmm_close_host_files();
     if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
         _exit(3);
     sim_uvm_start_device(d);    /* the managed area: closed until blocks migrate here */

@@ -266,6 +266,9 @@ int sim_vmm_arena_init(void);
  * to honour an address hint.  Returns NULL past the last one. */
 void *sim_vmm_device_stack(unsigned index, size_t *bytes);
 /* Device process: carry out one SIM_OP_VMM; returns 0 or -errno. */
+/* In the device process, at its start: the host's shared file mappings
+ * it inherited become inaccessible (vmm.c). */
+void sim_vmm_close_host_files(void);
 int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op);
 /* Host: 1 and the device and host view of the mapping holding [p, p+len);
  * 0 if p is in no reservation; -EINVAL if it is, but not all mapped. */

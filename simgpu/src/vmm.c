@@ -17,6 +17,9 @@
  * non-blocking stream, so no other stream's work delays them.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -76,6 +79,111 @@ static bool grow(void **v, size_t *cap, size_t n, size_t elem)
 
 /* ---- device process side ---- */
 
+/* The device process is a fork of the host taken at cuInit, so it still
+ * has the host's data mappings of that moment; on hardware the device's
+ * address space holds none of them.  At its start it closes the host's
+ * shared file mappings (sim_vmm_close_host_files: a kernel dereferencing
+ * one faults, as on hardware, instead of writing the host's file).  A range the host has freed and now
+ * reserves may be replaced here when everything in it is such a leftover:
+ * a shared file mapping (not a memfd, not a device node), a private file
+ * mapping of a file nothing executable comes from, or an anonymous
+ * PROT_NONE reservation.  Anything else (code, heap, stacks, the device's
+ * own windows) makes the reservation fail, as before. */
+static char maps_buf[1 << 20];
+
+static bool file_is_code(const char *text, const char *path, size_t path_len)
+{
+    for (const char *l = text; *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        const char *perms = memchr(l, ' ', len);
+        const char *p = memchr(l, '/', len);
+        if (perms && perms[3] == 'x' && p && (size_t)(l + len - p) == path_len &&
+            memcmp(p, path, path_len) == 0)
+            return true;
+        if (!end)
+            break;
+        l = end + 1;
+    }
+    return false;
+}
+
+static bool read_maps(void)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof(maps_buf) - 1 && (r = read(fd, maps_buf + got, sizeof(maps_buf) - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    if (got >= sizeof(maps_buf) - 1)
+        return false;
+    maps_buf[got] = 0;
+    return true;
+}
+
+/* Calls fn(lo, hi, perms, is_leftover, arg) for each mapping in maps_buf;
+ * fn returns false to stop.  Returns false when stopped. */
+static bool each_mapping(bool (*fn)(unsigned long lo, unsigned long hi, bool shared_file, bool leftover,
+                                    void *arg), void *arg)
+{
+    for (const char *l = maps_buf; *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        unsigned long lo, hi, ino;
+        char perms[5];
+        if (sscanf(l, "%lx-%lx %4s %*s %*s %lu", &lo, &hi, perms, &ino) == 4) {
+            const char *path = memchr(l, '/', len);
+            size_t path_len = path ? (size_t)(l + len - path) : 0;
+            bool leftover, shared_file = false;
+            if (ino == 0)
+                leftover = strcmp(perms, "---p") == 0 && !path;
+            else if (!path || (path_len >= 7 && memcmp(path, "/memfd:", 7) == 0) ||
+                     (path_len >= 5 && memcmp(path, "/dev/", 5) == 0) || perms[2] == 'x')
+                leftover = false;
+            else {
+                shared_file = perms[3] == 's';
+                leftover = shared_file || !file_is_code(maps_buf, path, path_len);
+            }
+            if (!fn(lo, hi, shared_file, leftover, arg))
+                return false;
+        }
+        if (!end)
+            break;
+        l = end + 1;
+    }
+    return true;
+}
+
+static bool leftover_or_outside(unsigned long lo, unsigned long hi, bool shared_file, bool leftover, void *arg)
+{
+    (void)shared_file;
+    const uint64_t *range = arg;
+    return leftover || lo >= range[0] + range[1] || hi <= range[0];
+}
+
+static bool only_host_leftovers(uint64_t a, uint64_t n)
+{
+    uint64_t range[2] = { a, n };
+    return read_maps() && each_mapping(leftover_or_outside, range);
+}
+
+static bool close_shared_file(unsigned long lo, unsigned long hi, bool shared_file, bool leftover, void *arg)
+{
+    (void)leftover, (void)arg;
+    if (shared_file)
+        mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    return true;
+}
+
+void sim_vmm_close_host_files(void)
+{
+    if (read_maps())
+        each_mapping(close_shared_file, NULL);
+}
+
 int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
 {
     void *a = (void *)(uintptr_t)op->u.vmm.addr;
@@ -84,6 +192,8 @@ int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
     switch (op->u.vmm.action) {
     case VMM_RESERVE:
         r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (r == MAP_FAILED && errno == EEXIST && only_host_leftovers(op->u.vmm.addr, n))
+            r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         if (r == MAP_FAILED)
             return -errno;
         if (r != a) {               /* old kernels treat the flag as a hint */
@@ -323,9 +433,17 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
     struct vmm_alloc *a = calloc(1, sizeof(*a));
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* The piece is mapped with mmap: its memfd offset must be aligned (to
+     * the granule, as on hardware), whatever cuMemAlloc left behind. */
     uint64_t off;
     pthread_mutex_lock(&d->alloc_lock);
-    int rc = sim_alloc_get(&d->device_mem, size, &off);
+    int rc = sim_alloc_get(&d->device_mem, size + VMM_GRANULARITY, &off);
+    if (rc == 0) {
+        uint64_t aligned_off = (off + VMM_GRANULARITY - 1) & ~(uint64_t)(VMM_GRANULARITY - 1);
+        sim_alloc_put(&d->device_mem, off);
+        rc = sim_alloc_get_at(&d->device_mem, aligned_off, size);
+        off = aligned_off;
+    }
     pthread_mutex_unlock(&d->alloc_lock);
     if (rc) {
         free(a);

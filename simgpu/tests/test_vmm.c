@@ -5,6 +5,8 @@
  * unmap/release/free give everything back.  Runs with SIMGPU_MEM_MB=64.
  */
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -131,12 +133,71 @@ static void test_map_use_unmap(void **state)
     CU_IS(cuMemRelease(h), CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* Physical memory after a small cuMemAlloc: its place in the device's
+ * memory must still be aligned for mapping. */
+static void test_create_after_small_alloc(void **state)
+{
+    (void)state;
+    CUdeviceptr small, va;
+    CU_OK(cuMemAlloc(&small, 8));
+    CUmemAllocationProp p = device_prop();
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 2 * MB, &p, 0));
+    CU_OK(cuMemAddressReserve(&va, 2 * MB, 0, 0, 0));
+    CU_OK(cuMemMap(va, 2 * MB, 0, h, 0));
+    CU_OK(cuMemUnmap(va, 2 * MB));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 2 * MB));
+    CU_OK(cuMemFree(small));
+}
+
+/* A shared file mapping the program had at cuInit, unmapped since: the
+ * device processes inherited it, yet a reservation at its address is
+ * honoured (on hardware the device never had it). */
+static void *file_map_before_init;
+
+static void test_hint_over_a_mapping_from_before_init(void **state)
+{
+    (void)state;
+    assert_non_null(file_map_before_init);
+    CUdeviceptr hint = (CUdeviceptr)(uintptr_t)file_map_before_init, got;
+    munmap(file_map_before_init, 2 * MB);
+    CU_OK(cuMemAddressReserve(&got, 2 * MB, 0, hint, 0));
+    assert_int_equal(got, hint);
+    CU_OK(cuMemAddressFree(got, 2 * MB));
+}
+
+/* Before cuInit: a 2 MiB-aligned shared mapping of a file. */
+static void map_a_file(void)
+{
+    char path[] = "/tmp/simgpu-vmm-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return;
+    unlink(path);
+    if (ftruncate(fd, 2 * MB) == 0) {
+        char *r = mmap(NULL, 4 * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (r != MAP_FAILED) {
+            char *a = (char *)(((uintptr_t)r + 2 * MB - 1) & ~(uintptr_t)(2 * MB - 1));
+            void *m = mmap(a, 2 * MB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+            if (a > r)
+                munmap(r, (size_t)(a - r));
+            munmap(a + 2 * MB, (size_t)(r + 4 * MB - (a + 2 * MB)));
+            file_map_before_init = m == MAP_FAILED ? NULL : m;
+        }
+    }
+    close(fd);
+}
+
 int main(void)
 {
+    map_a_file();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_granularity),
         cmocka_unit_test(test_fixed_address_hint),
         cmocka_unit_test(test_map_use_unmap),
+        cmocka_unit_test(test_create_after_small_alloc),
+        cmocka_unit_test(test_hint_over_a_mapping_from_before_init),
     };
     return cmocka_run_group_tests_name("vmm", tests, sim_test_setup, NULL);
 }
