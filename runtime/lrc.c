@@ -329,3 +329,22 @@ int lrc_drop(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *
 		t->pages[p].cpu &= ~TSVT_DIRTY;
 	return 0;
 }
+
+int lrc_device_forget(struct lrc_region *r, int d, struct lrc_plan *plan)
+{
+	struct tsvt *t = &r->tsvt;
+	if (d < 0 || d >= TSVT_MAX_DEVICES)
+		return -EINVAL;
+	if (!t->dev[d].attached)
+		return 0;
+	const struct range_set *held = &t->dev[d].held;
+	int rc = 0;
+	for (size_t i = 0; i < held->count && !rc; i++)
+		rc = plan_emit(plan, LRC_FREE, d, 0, held->items[i].first,
+			       held->items[i].end - held->items[i].first);
+	if (!rc)
+		rc = tsvt_unhold(t, d, 0, t->npages);
+	page_list_clear(&r->protected_pages[d]);
+	r->epoch_open[d] = false;
+	return rc;
+}

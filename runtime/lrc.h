@@ -147,4 +147,9 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan);
  * Emits FREE. */
 int lrc_drop(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *plan);
 
+/* Device d loses its copy of the whole region (its replica is freed):
+ * what it had not released is gone, and a later acquire uploads every
+ * page afresh. Emits FREE. */
+int lrc_device_forget(struct lrc_region *r, int d, struct lrc_plan *plan);
+
 #endif

@@ -1,0 +1,87 @@
+/* Device replicas: the one ops table a backend implements, and the
+ * executor that carries out the engine's plans (lrc.h) with it.
+ *
+ * A replica is a region's copy on one device plus, for a writable region,
+ * its base copy (the bytes as of the device's last acquire or release,
+ * DESIGN §3.3). Backends move whole pages between the host and a replica
+ * and compare replica with base where the bytes are (on the device); the
+ * executor decides nothing: it applies each action's byte rule
+ * (lrc_page.h), fetching to the host only what a rule needs there.
+ *
+ * Pure logic over function pointers: no CUDA, no libc hooks, no threads.
+ */
+#ifndef GAIA_DEVICE_H
+#define GAIA_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lrc.h"
+#include "lrc_page.h"
+
+enum device_copy { DEVICE_REPLICA = 1, DEVICE_BASE = 2 };
+
+struct device_ops {
+	/* Copies npages pages from host memory src into page `first` of the
+	 * replica and/or its base (`to`: DEVICE_REPLICA | DEVICE_BASE; both
+	 * costs one transfer, the base filled on the device). 0 or -errno. */
+	int (*upload)(void *replica, unsigned to, uint64_t first, uint64_t npages, const void *src);
+	/* Copies npages pages of the replica or of its base (`from`: one of
+	 * them) to host memory dst. */
+	int (*download)(void *replica, unsigned from, uint64_t first, uint64_t npages, void *dst);
+	/* base := replica for the pages, on the device. */
+	int (*commit)(void *replica, uint64_t first, uint64_t npages);
+	/* Calls changed(first, n, arg) for each run of pages in
+	 * [first, first+npages) where the replica differs from its base,
+	 * compared on the device: only the answer crosses the bus. */
+	int (*diff)(void *replica, uint64_t first, uint64_t npages,
+		    void (*changed)(uint64_t first, uint64_t n, void *arg), void *arg);
+};
+
+/* A protect record per (device, page), kept sorted by page: records are
+ * few (only pages two devices wrote in overlapping epochs). */
+struct protect_map {
+	struct protect_entry {
+		uint64_t page;
+		struct lrc_protect *rec;
+	} *items;
+	size_t count, capacity;
+};
+
+struct device_exec {
+	const struct device_ops *ops;
+	void *replica[TSVT_MAX_DEVICES]; /* NULL: the region has no copy there */
+	const uint8_t *cpu;  /* the CPU replica's engine page 0, for reading */
+	uint8_t *cpu_store;  /* the same bytes, where the shim stores into them */
+	bool writable;       /* devices keep base copies (LRC_WRITABLE) */
+	/* Pages [valid_pages, end) lie past the end of the file: never read or
+	 * stored on the CPU side (a device gets zeros; its writes there are
+	 * dropped, as a CPU store there would fault). */
+	uint64_t valid_pages;
+	/* Called for LRC_PUBLISH, and after the shim stored into CPU pages
+	 * (stored may be NULL). */
+	void (*publish)(void *arg, uint64_t first, uint64_t npages);
+	void (*stored)(void *arg, uint64_t first, uint64_t npages);
+	void *arg;
+	struct protect_map prot[TSVT_MAX_DEVICES];
+	uint8_t *staging; /* 2 * DEVICE_STAGING_PAGES pages, allocated on first use */
+	/* what moved, for the caller's accounting */
+	uint64_t uploaded_pages, upload_transfers, downloaded_pages, merged_pages, merged_bytes;
+};
+
+#define DEVICE_STAGING_PAGES 256u
+
+/* Carries out every action of the plan in order, then resets the plan.
+ * Actions for devices without a replica are an error (-ENODEV): the
+ * caller must only involve devices that have one. 0 or -errno (the first
+ * failure; later actions are still attempted so no device is left with
+ * half an epoch). */
+int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
+
+/* Forgets every protect record of device d (its replica went away). */
+void device_exec_forget(struct device_exec *x, int d);
+/* Frees everything the executor allocated. */
+void device_exec_destroy(struct device_exec *x);
+
+#endif

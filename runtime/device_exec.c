@@ -1,0 +1,284 @@
+/* Carrying out the engine's plans on device replicas (device.h).
+ *
+ * Which bytes move where is lrc_page.h's; this file only decides how many
+ * pages travel per transfer. Uploads and commits go straight to the
+ * backend as whole ranges (one transfer per coalesced range). Actions
+ * whose rule needs the device's bytes on the host (merge, rebase, protect
+ * save) fetch the replica and base pages in batches of
+ * DEVICE_STAGING_PAGES: a sync downloads only the pages the diff found
+ * changed.
+ */
+#include "device.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PG MERGE_PAGE_BYTES
+
+/* --- protect records --- */
+
+static size_t protect_find(const struct protect_map *m, uint64_t page, bool *found)
+{
+	size_t lo = 0, hi = m->count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->items[mid].page < page)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < m->count && m->items[lo].page == page;
+	return lo;
+}
+
+static struct lrc_protect *protect_get(const struct protect_map *m, uint64_t page)
+{
+	bool found;
+	size_t i = protect_find(m, page, &found);
+	return found ? m->items[i].rec : NULL;
+}
+
+static struct lrc_protect *protect_get_or_add(struct protect_map *m, uint64_t page)
+{
+	bool found;
+	size_t i = protect_find(m, page, &found);
+	if (found)
+		return m->items[i].rec;
+	if (m->count == m->capacity) {
+		size_t cap = m->capacity ? m->capacity * 2 : 16;
+		struct protect_entry *items = realloc(m->items, cap * sizeof(*items));
+		if (!items)
+			return NULL;
+		m->items = items;
+		m->capacity = cap;
+	}
+	struct lrc_protect *rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return NULL;
+	memmove(&m->items[i + 1], &m->items[i], (m->count - i) * sizeof(m->items[0]));
+	m->items[i] = (struct protect_entry){page, rec};
+	m->count++;
+	return rec;
+}
+
+static void protect_drop(struct protect_map *m, uint64_t first, uint64_t n)
+{
+	if (!m->count)
+		return;
+	bool found;
+	size_t i = protect_find(m, first, &found), j = i;
+	while (j < m->count && m->items[j].page < first + n)
+		free(m->items[j++].rec);
+	memmove(&m->items[i], &m->items[j], (m->count - j) * sizeof(m->items[0]));
+	m->count -= j - i;
+}
+
+void device_exec_forget(struct device_exec *x, int d)
+{
+	protect_drop(&x->prot[d], 0, UINT64_MAX);
+}
+
+void device_exec_destroy(struct device_exec *x)
+{
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		device_exec_forget(x, d);
+		free(x->prot[d].items);
+		x->prot[d] = (struct protect_map){0};
+	}
+	free(x->staging);
+	x->staging = NULL;
+}
+
+/* --- actions --- */
+
+static int staging(struct device_exec *x)
+{
+	if (!x->staging)
+		x->staging = malloc(2ul * DEVICE_STAGING_PAGES * PG);
+	return x->staging ? 0 : -ENOMEM;
+}
+
+/* Fetches replica and base of [first, first+n) (n <= staging) into the
+ * two halves of the staging area. */
+static int fetch_pair(struct device_exec *x, void *rep, uint64_t first, uint64_t n)
+{
+	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
+	int rc = x->ops->download(rep, DEVICE_REPLICA, first, n, dev);
+	if (!rc)
+		rc = x->ops->download(rep, DEVICE_BASE, first, n, base);
+	if (!rc)
+		x->downloaded_pages += 2 * n;
+	return rc;
+}
+
+static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t npages)
+{
+	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
+	for (uint64_t done = 0; done < npages;) {
+		uint64_t n = npages - done < DEVICE_STAGING_PAGES ? npages - done : DEVICE_STAGING_PAGES;
+		int rc = fetch_pair(x, x->replica[d], first + done, n);
+		if (rc)
+			return rc;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t p = first + done + i;
+			if (p >= x->valid_pages)
+				break;
+			uint64_t bytes = lrc_page_merge_to_cpu(x->cpu_store + p * PG, dev + i * PG,
+							       base + i * PG, protect_get(&x->prot[d], p));
+			x->merged_bytes += bytes;
+			x->merged_pages += bytes != 0;
+		}
+		if (x->stored && first + done < x->valid_pages)
+			x->stored(x->arg, first + done,
+				  first + done + n <= x->valid_pages ? n : x->valid_pages - first - done);
+		done += n;
+	}
+	return 0;
+}
+
+static int protect_save(struct device_exec *x, int d, int other, uint64_t first, uint64_t npages)
+{
+	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
+	for (uint64_t done = 0; done < npages;) {
+		uint64_t n = npages - done < DEVICE_STAGING_PAGES ? npages - done : DEVICE_STAGING_PAGES;
+		int rc = fetch_pair(x, x->replica[d], first + done, n);
+		if (rc)
+			return rc;
+		for (uint64_t i = 0; i < n && first + done + i < x->valid_pages; i++) {
+			uint64_t p = first + done + i;
+			struct lrc_protect *rec = protect_get_or_add(&x->prot[other], p);
+			if (!rec)
+				return -ENOMEM;
+			lrc_page_protect_save(rec, dev + i * PG, base + i * PG, x->cpu + p * PG);
+		}
+		done += n;
+	}
+	return 0;
+}
+
+/* The rebase rule needs the device's bytes and the CPU's together: fetch,
+ * apply on the host, put both copies back. Rare: only a launch that
+ * follows another launch with no sync, where the CPU wrote meanwhile. */
+static int rebase(struct device_exec *x, int d, uint64_t first, uint64_t npages)
+{
+	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
+	for (uint64_t done = 0; done < npages;) {
+		uint64_t n = npages - done < DEVICE_STAGING_PAGES ? npages - done : DEVICE_STAGING_PAGES;
+		uint64_t at = first + done;
+		int rc = fetch_pair(x, x->replica[d], at, n);
+		if (rc)
+			return rc;
+		for (uint64_t i = 0; i < n && at + i < x->valid_pages; i++)
+			lrc_page_rebase(dev + i * PG, base + i * PG, x->cpu + (at + i) * PG,
+					protect_get(&x->prot[d], at + i));
+		rc = x->ops->upload(x->replica[d], DEVICE_REPLICA, at, n, dev);
+		if (!rc)
+			rc = x->ops->upload(x->replica[d], DEVICE_BASE, at, n, base);
+		if (rc)
+			return rc;
+		x->uploaded_pages += 2 * n;
+		x->upload_transfers += 2;
+		protect_drop(&x->prot[d], at, n);
+		done += n;
+	}
+	return 0;
+}
+
+static int upload(struct device_exec *x, void *rep, uint64_t first, uint64_t npages)
+{
+	unsigned to = DEVICE_REPLICA | (x->writable ? DEVICE_BASE : 0);
+	uint64_t inside = first >= x->valid_pages ? 0
+			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
+	int rc = 0;
+	if (inside) {
+		rc = x->ops->upload(rep, to, first, inside, x->cpu + first * PG);
+		if (!rc) {
+			x->uploaded_pages += inside;
+			x->upload_transfers++;
+		}
+	}
+	/* Past the end of the file the CPU side would fault: zeros. */
+	for (uint64_t done = inside; !rc && done < npages;) {
+		if ((rc = staging(x)))
+			break;
+		uint64_t n = npages - done < DEVICE_STAGING_PAGES ? npages - done : DEVICE_STAGING_PAGES;
+		memset(x->staging, 0, n * PG);
+		rc = x->ops->upload(rep, to, first + done, n, x->staging);
+		done += n;
+	}
+	return rc;
+}
+
+struct diff_report {
+	struct lrc_region *engine;
+	int d;
+};
+
+static void report_changed(uint64_t first, uint64_t n, void *arg)
+{
+	struct diff_report *r = arg;
+	lrc_device_wrote(r->engine, r->d, first, n);
+}
+
+static int run_action(struct device_exec *x, struct lrc_region *engine, const struct lrc_action *a)
+{
+	int d = a->dev;
+	void *rep = x->replica[d];
+	switch ((enum lrc_action_kind)a->kind) {
+	case LRC_PUBLISH:
+		if (x->publish)
+			x->publish(x->arg, a->first, a->npages);
+		return 0;
+	case LRC_PROTECT_REFRESH:
+		for (uint64_t p = a->first; p < a->first + a->npages; p++) {
+			struct lrc_protect *rec = protect_get(&x->prot[d], p);
+			if (rec && p < x->valid_pages)
+				lrc_page_protect_refresh(rec, x->cpu + p * PG);
+		}
+		return 0;
+	case LRC_DROP_PROTECT:
+		protect_drop(&x->prot[d], a->first, a->npages);
+		return 0;
+	case LRC_FREE:
+		/* The replica's memory stays until the replica goes: the pages
+		 * are simply never read again. */
+		protect_drop(&x->prot[d], a->first, a->npages);
+		return 0;
+	default:
+		break;
+	}
+	if (!rep)
+		return -ENODEV;
+	switch ((enum lrc_action_kind)a->kind) {
+	case LRC_UPLOAD:
+		return upload(x, rep, a->first, a->npages);
+	case LRC_REBASE:
+		return staging(x) ?: rebase(x, d, a->first, a->npages);
+	case LRC_DIFF: {
+		struct diff_report r = {engine, d};
+		return x->ops->diff(rep, a->first, a->npages, report_changed, &r);
+	}
+	case LRC_MERGE_TO_CPU:
+		return staging(x) ?: merge_to_cpu(x, d, a->first, a->npages);
+	case LRC_PROTECT_SAVE:
+		return staging(x) ?: protect_save(x, d, a->other, a->first, a->npages);
+	case LRC_COMMIT:
+		protect_drop(&x->prot[d], a->first, a->npages);
+		return x->ops->commit(rep, a->first, a->npages);
+	default:
+		return -EINVAL;
+	}
+}
+
+int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
+{
+	int first_rc = 0;
+	for (size_t i = 0; i < plan->count; i++) {
+		int rc = run_action(x, engine, &plan->items[i]);
+		if (rc && !first_rc)
+			first_rc = rc;
+	}
+	lrc_plan_reset(plan);
+	return first_rc;
+}

@@ -1,0 +1,246 @@
+/* The executor of device actions (runtime/device.h) over an in-memory
+ * backend: the bytes each replica ends with, what crosses the "bus", and
+ * pages past the end of the file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "device.h"
+
+#define PG 4096
+#define NPAGES 8
+
+struct fake_replica {
+	uint8_t dev[NPAGES * PG], base[NPAGES * PG];
+	uint64_t uploaded_pages, downloaded_pages, diffed_pages;
+};
+
+static int fake_upload(void *rep, unsigned to, uint64_t first, uint64_t n, const void *src)
+{
+	struct fake_replica *r = rep;
+	if (to & DEVICE_REPLICA)
+		memcpy(r->dev + first * PG, src, n * PG);
+	if (to & DEVICE_BASE)
+		memcpy(r->base + first * PG, src, n * PG);
+	r->uploaded_pages += n;
+	return 0;
+}
+
+static int fake_download(void *rep, unsigned from, uint64_t first, uint64_t n, void *dst)
+{
+	struct fake_replica *r = rep;
+	memcpy(dst, (from == DEVICE_BASE ? r->base : r->dev) + first * PG, n * PG);
+	r->downloaded_pages += n;
+	return 0;
+}
+
+static int fake_commit(void *rep, uint64_t first, uint64_t n)
+{
+	struct fake_replica *r = rep;
+	memcpy(r->base + first * PG, r->dev + first * PG, n * PG);
+	return 0;
+}
+
+static int fake_diff(void *rep, uint64_t first, uint64_t n,
+		     void (*changed)(uint64_t, uint64_t, void *), void *arg)
+{
+	struct fake_replica *r = rep;
+	r->diffed_pages += n;
+	for (uint64_t p = first; p < first + n; p++)
+		if (memcmp(r->dev + p * PG, r->base + p * PG, PG))
+			changed(p, 1, arg);
+	return 0;
+}
+
+static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff};
+
+struct world {
+	struct lrc_region engine;
+	struct lrc_plan plan;
+	struct device_exec x;
+	uint8_t cpu[NPAGES * PG];
+	struct fake_replica rep[2];
+	uint64_t published;
+};
+
+static void count_publish(void *arg, uint64_t first, uint64_t n)
+{
+	(void)first;
+	((struct world *)arg)->published += n;
+}
+
+static struct world *world_new(void)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	assert_non_null(w);
+	assert_int_equal(lrc_region_init(&w->engine, NPAGES, LRC_WRITABLE | LRC_SHARED), 0);
+	w->x.ops = &fake_ops;
+	w->x.cpu = w->cpu;
+	w->x.cpu_store = w->cpu;
+	w->x.writable = true;
+	w->x.valid_pages = NPAGES;
+	w->x.publish = count_publish;
+	w->x.arg = w;
+	w->x.replica[0] = &w->rep[0];
+	w->x.replica[1] = &w->rep[1];
+	memset(w->rep, 0xa5, sizeof(w->rep)); /* device memory starts as garbage */
+	for (int d = 0; d < 2; d++)
+		w->rep[d].uploaded_pages = w->rep[d].downloaded_pages = w->rep[d].diffed_pages = 0;
+	return w;
+}
+
+static void world_free(struct world *w)
+{
+	device_exec_destroy(&w->x);
+	lrc_plan_free(&w->plan);
+	lrc_region_destroy(&w->engine);
+	free(w);
+}
+
+static void launch(struct world *w, int d)
+{
+	assert_int_equal(lrc_launch(&w->engine, d, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+}
+
+static void sync_dev(struct world *w, int d)
+{
+	assert_int_equal(lrc_sync_diff(&w->engine, d, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(lrc_sync(&w->engine, d, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+}
+
+static void cpu_store(struct world *w, size_t at, uint8_t v)
+{
+	w->cpu[at] = v;
+	lrc_cpu_wrote(&w->engine, at / PG, 1);
+}
+
+static void test_launch_uploads_the_cpu_bytes_and_a_base(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	for (size_t i = 0; i < sizeof(w->cpu); i++)
+		w->cpu[i] = (uint8_t)(i * 13);
+	launch(w, 0);
+	assert_memory_equal(w->rep[0].dev, w->cpu, sizeof(w->cpu));
+	assert_memory_equal(w->rep[0].base, w->cpu, sizeof(w->cpu));
+	assert_int_equal(w->rep[0].uploaded_pages, NPAGES);
+	world_free(w);
+}
+
+static void test_sync_keeps_cpu_and_device_bytes_of_one_page(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	w->rep[0].dev[3 * PG + 10] = 0x77; /* the kernel */
+	cpu_store(w, 3 * PG + 11, 0x66);    /* the CPU, same page, meanwhile */
+	sync_dev(w, 0);
+	assert_int_equal(w->cpu[3 * PG + 10], 0x77);
+	assert_int_equal(w->cpu[3 * PG + 11], 0x66);
+	/* Only the changed page travelled (replica and base of it). */
+	assert_int_equal(w->rep[0].downloaded_pages, 2);
+	assert_int_equal(w->x.merged_pages, 1);
+	assert_int_equal(w->published, 1);
+	world_free(w);
+}
+
+static void test_next_launch_uploads_only_what_the_cpu_wrote(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	sync_dev(w, 0);
+	uint64_t before = w->rep[0].uploaded_pages;
+	cpu_store(w, 5 * PG, 1);
+	cpu_store(w, 6 * PG + 9, 2);
+	assert_int_equal(lrc_cpu_release(&w->engine, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+	launch(w, 0);
+	assert_int_equal(w->rep[0].uploaded_pages - before, 2);
+	assert_int_equal(w->rep[0].dev[6 * PG + 9], 2);
+	world_free(w);
+}
+
+static void test_same_byte_device_wins(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	w->rep[0].dev[100] = 'G';
+	cpu_store(w, 100, 'C');
+	sync_dev(w, 0);
+	assert_int_equal(w->cpu[100], 'G');
+	world_free(w);
+}
+
+static void test_higher_device_wins_in_either_sync_order(void **state)
+{
+	(void)state;
+	for (int order = 0; order < 2; order++) {
+		struct world *w = world_new();
+		launch(w, 0);
+		launch(w, 1);
+		w->rep[0].dev[PG + 5] = 'A';
+		w->rep[1].dev[PG + 5] = 'B';
+		w->rep[0].dev[PG + 6] = 'a'; /* only device 0 */
+		sync_dev(w, order ? 1 : 0);
+		sync_dev(w, order ? 0 : 1);
+		assert_int_equal(w->cpu[PG + 5], 'B');
+		assert_int_equal(w->cpu[PG + 6], 'a');
+		world_free(w);
+	}
+}
+
+static void test_rebase_merges_cpu_bytes_into_an_open_epoch(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	w->rep[0].dev[2 * PG] = 0x11; /* first kernel, not synced */
+	cpu_store(w, 2 * PG + 1, 0x22);
+	launch(w, 0); /* second launch: rebase, never a plain copy */
+	assert_int_equal(w->rep[0].dev[2 * PG], 0x11);
+	assert_int_equal(w->rep[0].dev[2 * PG + 1], 0x22);
+	sync_dev(w, 0);
+	assert_int_equal(w->cpu[2 * PG], 0x11);
+	assert_int_equal(w->cpu[2 * PG + 1], 0x22);
+	world_free(w);
+}
+
+static void test_pages_past_the_file_are_never_touched_on_the_cpu(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	w->x.valid_pages = 6;
+	memset(w->cpu + 6 * PG, 0xcc, 2 * PG); /* stands for memory that would fault */
+	launch(w, 0);
+	assert_int_equal(w->rep[0].dev[6 * PG], 0); /* zeros, not the CPU's bytes */
+	w->rep[0].dev[7 * PG] = 9;
+	w->rep[0].dev[5 * PG] = 8;
+	sync_dev(w, 0);
+	assert_int_equal(w->cpu[5 * PG], 8);
+	assert_int_equal(w->cpu[7 * PG], 0xcc);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_launch_uploads_the_cpu_bytes_and_a_base),
+		cmocka_unit_test(test_sync_keeps_cpu_and_device_bytes_of_one_page),
+		cmocka_unit_test(test_next_launch_uploads_only_what_the_cpu_wrote),
+		cmocka_unit_test(test_same_byte_device_wins),
+		cmocka_unit_test(test_higher_device_wins_in_either_sync_order),
+		cmocka_unit_test(test_rebase_merges_cpu_bytes_into_an_open_epoch),
+		cmocka_unit_test(test_pages_past_the_file_are_never_touched_on_the_cpu),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
