@@ -12,12 +12,13 @@ void gpu_launch_prepare(struct gpu_launch *launch)
 	launch->fwd_extra = launch->extra;
 	launch->scratch = NULL;
 	launch->device = -1;
-	stats_add(GAIA_STAT_kernel_launches, 1);
 }
 
 void gpu_launch_done(struct gpu_launch *launch, CUresult rc)
 {
-	(void)launch, (void)rc;
+	(void)launch;
+	if (rc == CUDA_SUCCESS)
+		stats_add(GAIA_STAT_kernel_launches, 1);
 }
 
 void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
@@ -28,9 +29,5 @@ void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 }
 
 void gpu_before_driver_init(void)
-{
-}
-
-void gpu_at_exit(void)
 {
 }

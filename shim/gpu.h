@@ -77,8 +77,4 @@ GAIA_HIDDEN void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc);
  * the protocol registers what must exist before the driver starts. */
 GAIA_HIDDEN void gpu_before_driver_init(void);
 
-/* The program is exiting or the driver is going away: last device
- * releases, device replicas freed. */
-GAIA_HIDDEN void gpu_at_exit(void);
-
 #endif

@@ -1,0 +1,1019 @@
+/* The CUDA interception layer (DESIGN §3.5): every way a program reaches
+ * a kernel launch or a host synchronization ends in one of the wrappers
+ * below, which tell the protocol (gpu.h) and forward to the real driver.
+ *
+ * A program reaches the driver in three ways, and each is covered:
+ *  - static cudart (nvcc's default), cuBLAS and the like dlopen
+ *    libcuda.so.1 and dlsym "cuGetProcAddress_v2" (or plain driver names)
+ *    from its handle: the dlsym hook (dlsym_entry.S, gaia_dlsym_handle)
+ *    hands back a wrapper for every wrapped name that comes from libcuda;
+ *  - everything else is looked up through cuGetProcAddress by base name,
+ *    cudaVersion and flags, and cudart 13 makes those lookups through the
+ *    pointer it got for "cuGetProcAddress" itself: both resolver ABIs are
+ *    wrapped, substitute for what they resolve, and substitute themselves
+ *    for that self-lookup (research/cuda_interpose.md §1.2);
+ *  - a program linked with -lcuda calls the ABI names, which the shim
+ *    exports; one linked with a shared libcudart calls the runtime names,
+ *    also exported, and forwarded with RTLD_NEXT.
+ *
+ * Everything is keyed by one table of rows (base name, cudaVersion,
+ * per-thread, ABI name, wrapper, real pointer). A wrapper's real pointer is
+ * the one the driver handed out when it was substituted, or else the ABI
+ * name looked up in the real libcuda.so.1.
+ *
+ * Nesting: gpu_hook_depth is raised while a wrapper acts, so the driver
+ * wrappers that a runtime-API hook's cudart reaches, and any driver call
+ * the protocol makes, forward without acting: one launch is reported once.
+ */
+#define _GNU_SOURCE
+/* cuda.h then declares every ABI name (_v2, _ptsz, _ptds, the 4-argument
+ * cuGetProcAddress) as the driver's own build sees them, so each wrapper
+ * below is checked against the header's prototype. */
+#define __CUDA_API_VERSION_INTERNAL 1
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include "gpu.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+/* Code reachable from dlsym, which a sanitizer runtime preloaded ahead of
+ * the shim calls before it has initialised itself. */
+#define GAIA_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+enum hook_lib { DRV, RT };
+
+/* The hook table: (base name, cudaVersion, per-thread, ABI name, library,
+ * the ABI's function type in cudaTypedefs.h, which the wrapper must have;
+ * runtime rows have no versions).
+ * cuGetProcAddress picks, among the driver rows of a base name, the one
+ * with the highest version <= the caller's cudaVersion, per-thread rows
+ * for flag 2 (falling back to the legacy rows, for names that have no
+ * per-thread form). Versions are those of cudaTypedefs.h's PFN_* types.
+ *
+ * Deliberately absent: the 2000-version copies (32-bit device pointers,
+ * passed through), cuMemcpyDtoD (no host-side synchronization, per the
+ * driver's sync-behavior notes) and the deprecated
+ * cuLaunchCooperativeKernelMultiDevice. */
+#define CUDA_HOOK_TABLE(X)                                                                                                                  \
+	/* resolvers; the 4-argument ABI (11030) answers any older query */                                                                 \
+	X(cuGetProcAddress,                 0,     0, cuGetProcAddress,                      DRV, PFN_cuGetProcAddress_v11030)              \
+	X(cuGetProcAddress,                 12000, 0, cuGetProcAddress_v2,                   DRV, PFN_cuGetProcAddress_v12000)              \
+	X(cuInit,                           2000,  0, cuInit,                                DRV, PFN_cuInit_v2000)                         \
+	/* launches */                                                                                                                      \
+	X(cuLaunchKernel,                   4000,  0, cuLaunchKernel,                        DRV, PFN_cuLaunchKernel_v4000)                 \
+	X(cuLaunchKernel,                   7000,  1, cuLaunchKernel_ptsz,                   DRV, PFN_cuLaunchKernel_v7000_ptsz)            \
+	X(cuLaunchKernelEx,                 11060, 0, cuLaunchKernelEx,                      DRV, PFN_cuLaunchKernelEx_v11060)              \
+	X(cuLaunchKernelEx,                 11060, 1, cuLaunchKernelEx_ptsz,                 DRV, PFN_cuLaunchKernelEx_v11060_ptsz)         \
+	X(cuLaunchCooperativeKernel,        9000,  0, cuLaunchCooperativeKernel,             DRV, PFN_cuLaunchCooperativeKernel_v9000)      \
+	X(cuLaunchCooperativeKernel,        9000,  1, cuLaunchCooperativeKernel_ptsz,        DRV, PFN_cuLaunchCooperativeKernel_v9000_ptsz) \
+	X(cuGraphLaunch,                    10000, 0, cuGraphLaunch,                         DRV, PFN_cuGraphLaunch_v10000)                 \
+	X(cuGraphLaunch,                    10000, 1, cuGraphLaunch_ptsz,                    DRV, PFN_cuGraphLaunch_v10000_ptsz)            \
+	/* host synchronizations */                                                                                                         \
+	X(cuCtxSynchronize,                 2000,  0, cuCtxSynchronize,                      DRV, PFN_cuCtxSynchronize_v2000)               \
+	X(cuCtxSynchronize,                 13000, 0, cuCtxSynchronize_v2,                   DRV, PFN_cuCtxSynchronize_v13000)              \
+	X(cuStreamSynchronize,              2000,  0, cuStreamSynchronize,                   DRV, PFN_cuStreamSynchronize_v2000)            \
+	X(cuStreamSynchronize,              7000,  1, cuStreamSynchronize_ptsz,              DRV, PFN_cuStreamSynchronize_v7000_ptsz)       \
+	X(cuEventSynchronize,               2000,  0, cuEventSynchronize,                    DRV, PFN_cuEventSynchronize_v2000)             \
+	X(cuStreamQuery,                    2000,  0, cuStreamQuery,                         DRV, PFN_cuStreamQuery_v2000)                  \
+	X(cuStreamQuery,                    7000,  1, cuStreamQuery_ptsz,                    DRV, PFN_cuStreamQuery_v7000_ptsz)             \
+	X(cuEventQuery,                     2000,  0, cuEventQuery,                          DRV, PFN_cuEventQuery_v2000)                   \
+	/* copies that return after the device caught up */                                                                                 \
+	X(cuMemcpy,                         4000,  0, cuMemcpy,                              DRV, PFN_cuMemcpy_v4000)                       \
+	X(cuMemcpy,                         7000,  1, cuMemcpy_ptds,                         DRV, PFN_cuMemcpy_v7000_ptds)                  \
+	X(cuMemcpyDtoH,                     3020,  0, cuMemcpyDtoH_v2,                       DRV, PFN_cuMemcpyDtoH_v3020)                   \
+	X(cuMemcpyDtoH,                     7000,  1, cuMemcpyDtoH_v2_ptds,                  DRV, PFN_cuMemcpyDtoH_v7000_ptds)              \
+	X(cuMemcpyHtoD,                     3020,  0, cuMemcpyHtoD_v2,                       DRV, PFN_cuMemcpyHtoD_v3020)                   \
+	X(cuMemcpyHtoD,                     7000,  1, cuMemcpyHtoD_v2_ptds,                  DRV, PFN_cuMemcpyHtoD_v7000_ptds)              \
+	X(cuMemcpyDtoHAsync,                3020,  0, cuMemcpyDtoHAsync_v2,                  DRV, PFN_cuMemcpyDtoHAsync_v3020)              \
+	X(cuMemcpyDtoHAsync,                7000,  1, cuMemcpyDtoHAsync_v2_ptsz,             DRV, PFN_cuMemcpyDtoHAsync_v7000_ptsz)         \
+	X(cuMemcpyAsync,                    4000,  0, cuMemcpyAsync,                         DRV, PFN_cuMemcpyAsync_v4000)                  \
+	X(cuMemcpyAsync,                    7000,  1, cuMemcpyAsync_ptsz,                    DRV, PFN_cuMemcpyAsync_v7000_ptsz)             \
+	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
+	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
+	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \
+	X(cudaDeviceSynchronize,            0,     0, cudaDeviceSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     0, cudaStreamSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     1, cudaStreamSynchronize_ptsz,            RT,  none)                                     \
+	X(cudaEventSynchronize,             0,     0, cudaEventSynchronize,                  RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     0, cudaStreamQuery,                       RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     1, cudaStreamQuery_ptsz,                  RT,  none)                                     \
+	X(cudaEventQuery,                   0,     0, cudaEventQuery,                        RT,  none)                                     \
+	X(cudaMemcpy,                       0,     0, cudaMemcpy,                            RT,  none)                                     \
+	X(cudaMemcpy,                       0,     1, cudaMemcpy_ptds,                       RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     0, cudaGetDriverEntryPoint,               RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
+
+enum hook_id {
+#define HOOK_ENUM(base, ver, pt, abi, lib, pfn) HOOK_##abi,
+	CUDA_HOOK_TABLE(HOOK_ENUM)
+#undef HOOK_ENUM
+	HOOK_COUNT
+};
+
+struct hook {
+	const char *base;
+	int version;
+	bool per_thread;
+	enum hook_lib lib;
+	const char *abi;
+	void *wrapper;
+	void *real; /* atomic: the real entry point, once known */
+};
+
+/* Defined at the end of the file, after the wrappers it points to. */
+static struct hook hooks[HOOK_COUNT];
+
+/* ------------------------------------------------------------------ */
+/* The real dlsym, and the dlsym hook proper                          */
+
+/* Shared with dlsym_entry.S: the real dlsym once known (read on every
+ * pseudo-handle lookup), its resolver, and the real-handle path. */
+GAIA_HIDDEN extern void *gaia_dlsym_real;
+GAIA_HIDDEN void *gaia_dlsym_resolve(void);
+GAIA_HIDDEN void *gaia_dlsym_handle(void *handle, const char *name);
+
+void *gaia_dlsym_real;
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+/* The dlsym that follows the shim (libc's, or the next interposer's).
+ * Called from here with a real handle or from dlsym_entry.S on first use;
+ * racing first calls compute and publish the same address. */
+GAIA_HIDDEN GAIA_NO_SANITIZE void *gaia_dlsym_resolve(void)
+{
+	void *p = __atomic_load_n(&gaia_dlsym_real, __ATOMIC_ACQUIRE);
+
+	if (p)
+		return p;
+	p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (p)
+		__atomic_store_n(&gaia_dlsym_real, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+static GAIA_NO_SANITIZE void *real_dlsym(void *handle, const char *name)
+{
+	dlsym_fn fn = (dlsym_fn)gaia_dlsym_resolve();
+
+	return fn ? fn(handle, name) : NULL;
+}
+
+/* The driver row whose ABI name is `name`, or -1. */
+static GAIA_NO_SANITIZE int hook_by_abi(const char *name)
+{
+	if (name[0] != 'c' || name[1] != 'u' || name[2] < 'A' || name[2] > 'Z')
+		return -1;
+	for (int i = 0; i < HOOK_COUNT; i++)
+		if (hooks[i].lib == DRV && strcmp(hooks[i].abi, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Whether `addr` lies in a libcuda.so* (the real driver, whatever its
+ * path), rather than in the shim or any other object. */
+static GAIA_NO_SANITIZE bool in_libcuda(const void *addr)
+{
+	Dl_info info;
+	const char *base;
+
+	if (!dladdr(addr, &info) || !info.dli_fname)
+		return false;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return strncmp(base, "libcuda.so", 10) == 0;
+}
+
+static void hook_remember(int id, void *real)
+{
+	__atomic_store_n(&hooks[id].real, real, __ATOMIC_RELEASE);
+}
+
+/* dlsym(handle, name) for a real handle (dlsym_entry.S sends the
+ * pseudo-handles straight to the real dlsym). The answer is the real one
+ * except for a wrapped driver name that resolved into libcuda: then the
+ * wrapper, which remembers what it stands in front of. */
+GAIA_HIDDEN GAIA_NO_SANITIZE void *gaia_dlsym_handle(void *handle, const char *name)
+{
+	void *p = real_dlsym(handle, name);
+	int id;
+
+	if (!p || !name)
+		return p;
+	id = hook_by_abi(name);
+	if (id < 0 || !in_libcuda(p))
+		return p;
+	hook_remember(id, p);
+	return hooks[id].wrapper;
+}
+
+/* ------------------------------------------------------------------ */
+/* Real entry points by ABI name                                      */
+
+static void *libcuda_handle;
+
+/* The real libcuda.so.1 if the process has loaded it (by soname, whatever
+ * path it came from); never loads it. */
+static void *libcuda(void)
+{
+	void *h = __atomic_load_n(&libcuda_handle, __ATOMIC_ACQUIRE);
+
+	if (h)
+		return h;
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		__atomic_store_n(&libcuda_handle, h, __ATOMIC_RELEASE);
+	return h;
+}
+
+/* cuda_real's cache: open addressing on the name, filled under a lock,
+ * read without one (an entry's name is written before its pointer is
+ * published). A name that does not fit, or a full table, is looked up
+ * every time; NULL is never cached (the driver may be loaded later). */
+#define REAL_CACHE_SLOTS 256
+#define REAL_CACHE_NAME 64
+static struct {
+	char name[REAL_CACHE_NAME];
+	void *fn;
+} real_cache[REAL_CACHE_SLOTS];
+static pthread_mutex_t real_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned name_hash(const char *s)
+{
+	unsigned h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+void *cuda_real(const char *abi_name)
+{
+	size_t len = strlen(abi_name);
+	unsigned slot = name_hash(abi_name) % REAL_CACHE_SLOTS;
+	void *h, *fn;
+
+	if (len >= REAL_CACHE_NAME)
+		return (h = libcuda()) ? real_dlsym(h, abi_name) : NULL;
+	for (unsigned n = 0; n < REAL_CACHE_SLOTS; n++, slot = (slot + 1) % REAL_CACHE_SLOTS) {
+		fn = __atomic_load_n(&real_cache[slot].fn, __ATOMIC_ACQUIRE);
+		if (!fn)
+			break;
+		if (strcmp(real_cache[slot].name, abi_name) == 0)
+			return fn;
+	}
+	h = libcuda();
+	fn = h ? real_dlsym(h, abi_name) : NULL;
+	if (!fn)
+		return NULL;
+	pthread_mutex_lock(&real_cache_lock);
+	slot = name_hash(abi_name) % REAL_CACHE_SLOTS;
+	for (unsigned n = 0; n < REAL_CACHE_SLOTS; n++, slot = (slot + 1) % REAL_CACHE_SLOTS) {
+		if (!real_cache[slot].fn) {
+			memcpy(real_cache[slot].name, abi_name, len + 1);
+			__atomic_store_n(&real_cache[slot].fn, fn, __ATOMIC_RELEASE);
+			break;
+		}
+		if (strcmp(real_cache[slot].name, abi_name) == 0)
+			break; /* another thread got here first */
+	}
+	pthread_mutex_unlock(&real_cache_lock);
+	return fn;
+}
+
+/* The runtime-API function after the shim: RTLD_NEXT when libcudart is in
+ * the global scope (linked by the program); else a libcudart.so* loaded
+ * into a local scope (a dlopened library's dependency), found by name.
+ * The path is copied out and opened after dl_iterate_phdr returns: it
+ * holds a loader lock that dlopen would take in the other order. */
+struct cudart_path {
+	char path[4096];
+	bool found;
+};
+
+static int find_libcudart(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct cudart_path *out = arg;
+	const char *base = strrchr(info->dlpi_name, '/');
+	size_t len = strlen(info->dlpi_name);
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libcudart.so", 12) != 0 || len >= sizeof(out->path))
+		return 0;
+	memcpy(out->path, info->dlpi_name, len + 1);
+	out->found = true;
+	return 1;
+}
+
+static void *runtime_real(const char *abi_name)
+{
+	void *fn = dlsym(RTLD_NEXT, abi_name), *h;
+	struct cudart_path cudart = {.found = false};
+
+	if (fn)
+		return fn;
+	dl_iterate_phdr(find_libcudart, &cudart);
+	h = cudart.found ? dlopen(cudart.path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	return h ? real_dlsym(h, abi_name) : NULL;
+}
+
+/* The real function behind row `id`: what was substituted, else looked
+ * up by its ABI name. NULL when the library is not loaded. */
+static void *hook_real(enum hook_id id)
+{
+	void *p = __atomic_load_n(&hooks[id].real, __ATOMIC_ACQUIRE);
+
+	if (p)
+		return p;
+	p = hooks[id].lib == DRV ? cuda_real(hooks[id].abi) : runtime_real(hooks[id].abi);
+	if (p)
+		hook_remember(id, p);
+	return p;
+}
+
+#define REAL_OF(abi) ((__typeof__(&abi))hook_real(HOOK_##abi))
+
+/* ------------------------------------------------------------------ */
+/* cuGetProcAddress                                                    */
+
+/* The row that stands for (symbol, cudaVersion, flags), or -1. */
+static int hook_for_lookup(const char *symbol, int version, cuuint64_t flags)
+{
+	bool want_pt = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+	int best[2] = {-1, -1}; /* [0] legacy, [1] per-thread */
+
+	for (int i = 0; i < HOOK_COUNT; i++) {
+		const struct hook *h = &hooks[i];
+		int *b = &best[h->per_thread];
+
+		if (h->lib != DRV || h->version > version || strcmp(h->base, symbol) != 0)
+			continue;
+		if (*b < 0 || hooks[*b].version < h->version)
+			*b = i;
+	}
+	return want_pt && best[1] >= 0 ? best[1] : best[0];
+}
+
+/* After a resolver answered (symbol, version, flags) with *pfn: put the
+ * wrapper in its place when the row is known. Only ever for a resolved
+ * symbol: a NULL *pfn means "absent" and must stay NULL. */
+static void procaddr_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	int id;
+
+	if (!symbol || !pfn || !*pfn)
+		return;
+	id = hook_for_lookup(symbol, version, flags);
+	if (id < 0)
+		return;
+	hook_remember(id, *pfn);
+	*pfn = hooks[id].wrapper;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+						  CUdriverProcAddressQueryResult *symbolStatus)
+{
+	__typeof__(&cuGetProcAddress_v2) real = REAL_OF(cuGetProcAddress_v2);
+	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUresult rc;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	rc = real(symbol, pfn, cudaVersion, flags, &status);
+	if (symbolStatus)
+		*symbolStatus = status;
+	if (rc == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS)
+		procaddr_substitute(symbol, pfn, cudaVersion, flags);
+	return rc;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	__typeof__(&cuGetProcAddress) real = REAL_OF(cuGetProcAddress);
+	CUresult rc;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	rc = real(symbol, pfn, cudaVersion, flags);
+	if (rc == CUDA_SUCCESS)
+		procaddr_substitute(symbol, pfn, cudaVersion, flags);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver wrappers                                                    */
+
+static pthread_once_t driver_init_once = PTHREAD_ONCE_INIT;
+
+static void before_driver_init(void)
+{
+	gpu_hook_depth++;
+	gpu_before_driver_init();
+	gpu_hook_depth--;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
+{
+	__typeof__(&cuInit) real = REAL_OF(cuInit);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_once(&driver_init_once, before_driver_init);
+	return real(Flags);
+}
+
+/* What a launch hands the protocol. `per_thread`: the call was a _ptsz
+ * one, whose NULL stream is the calling thread's default stream; the
+ * protocol is told so explicitly (CU_STREAM_PER_THREAD), since the driver
+ * calls it makes itself are the legacy-stream ones. */
+static struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstream stream, bool per_thread,
+				     void **params, void **extra)
+{
+	struct gpu_launch l = {
+		.kind = kind,
+		.func = func,
+		.stream = per_thread && !stream ? CU_STREAM_PER_THREAD : stream,
+		.params = params,
+		.extra = extra,
+	};
+	return l;
+}
+
+/* The body every driver launch wrapper shares: `call` is the real launch
+ * written with l.fwd_params / l.fwd_extra. */
+#define LAUNCH(real, info, call)                                             \
+	do {                                                                 \
+		struct gpu_launch l = (info);                                \
+		CUresult rc_;                                                \
+		if (!(real))                                                 \
+			return CUDA_ERROR_NOT_INITIALIZED;                   \
+		gpu_hook_depth++;                                            \
+		gpu_launch_prepare(&l);                                      \
+		rc_ = (call);                                                \
+		gpu_launch_done(&l, rc_);                                    \
+		gpu_hook_depth--;                                            \
+		return rc_;                                                  \
+	} while (0)
+
+static CUresult launch_kernel(PFN_cuLaunchKernel_v4000 real, bool pt, CUfunction f, unsigned int gx, unsigned int gy,
+			      unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+			      CUstream s, void **params, void **extra)
+{
+	if (real && gpu_hook_depth)
+		return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
+	LAUNCH(real, launch_info(GPU_FUNC_DRIVER, f, s, pt, params, extra),
+	       real(f, gx, gy, gz, bx, by, bz, smem, s, l.fwd_params, l.fwd_extra));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+					     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+					     void **kernelParams, void **extra)
+{
+	return launch_kernel(REAL_OF(cuLaunchKernel), false, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+			     blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+						  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+						  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+						  void **kernelParams, void **extra)
+{
+	return launch_kernel(REAL_OF(cuLaunchKernel_ptsz), true, f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			     blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+/* cuLaunchKernelEx: the stream is in the config. */
+static CUresult launch_kernel_ex(PFN_cuLaunchKernelEx_v11060 real, bool pt, const CUlaunchConfig *config,
+				 CUfunction f, void **params, void **extra)
+{
+	if (real && gpu_hook_depth)
+		return real(config, f, params, extra);
+	LAUNCH(real, launch_info(GPU_FUNC_DRIVER, f, config ? config->hStream : NULL, pt, params, extra),
+	       real(config, f, l.fwd_params, l.fwd_extra));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+					       void **extra)
+{
+	return launch_kernel_ex(REAL_OF(cuLaunchKernelEx), false, config, f, kernelParams, extra);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+						    void **extra)
+{
+	return launch_kernel_ex(REAL_OF(cuLaunchKernelEx_ptsz), true, config, f, kernelParams, extra);
+}
+
+/* Cooperative launches take no extra array. */
+static CUresult launch_cooperative(PFN_cuLaunchCooperativeKernel_v9000 real, bool pt, CUfunction f, unsigned int gx,
+				   unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
+				   unsigned int smem, CUstream s, void **params)
+{
+	if (real && gpu_hook_depth)
+		return real(f, gx, gy, gz, bx, by, bz, smem, s, params);
+	LAUNCH(real, launch_info(GPU_FUNC_DRIVER, f, s, pt, params, NULL),
+	       real(f, gx, gy, gz, bx, by, bz, smem, s, l.fwd_params));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+							unsigned int gridDimZ, unsigned int blockDimX,
+							unsigned int blockDimY, unsigned int blockDimZ,
+							unsigned int sharedMemBytes, CUstream hStream,
+							void **kernelParams)
+{
+	return launch_cooperative(REAL_OF(cuLaunchCooperativeKernel), false, f, gridDimX, gridDimY, gridDimZ,
+				  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+							     unsigned int gridDimY, unsigned int gridDimZ,
+							     unsigned int blockDimX, unsigned int blockDimY,
+							     unsigned int blockDimZ, unsigned int sharedMemBytes,
+							     CUstream hStream, void **kernelParams)
+{
+	return launch_cooperative(REAL_OF(cuLaunchCooperativeKernel_ptsz), true, f, gridDimX, gridDimY, gridDimZ,
+				  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+/* A graph launch: the kernels inside are not visible one by one, so the
+ * protocol gets a launch without a function (every managed region). */
+static CUresult graph_launch(PFN_cuGraphLaunch_v10000 real, bool pt, CUgraphExec g, CUstream s)
+{
+	if (real && gpu_hook_depth)
+		return real(g, s);
+	LAUNCH(real, launch_info(GPU_FUNC_NONE, NULL, s, pt, NULL, NULL), real(g, s));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(REAL_OF(cuGraphLaunch), false, hGraphExec, hStream);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(REAL_OF(cuGraphLaunch_ptsz), true, hGraphExec, hStream);
+}
+
+/* The body every sync wrapper shares: the real call, then (when `is_sync`,
+ * evaluated after it returned with rc_ in scope) the protocol. */
+#define SYNC(real, call, kind, is_sync)                                      \
+	do {                                                                 \
+		CUresult rc_;                                                \
+		if (!(real))                                                 \
+			return CUDA_ERROR_NOT_INITIALIZED;                   \
+		if (gpu_hook_depth)                                          \
+			return (call);                                       \
+		gpu_hook_depth++;                                            \
+		rc_ = (call);                                                \
+		if (is_sync)                                                 \
+			gpu_after_sync((kind), rc_);                         \
+		gpu_hook_depth--;                                            \
+		return rc_;                                                  \
+	} while (0)
+
+GAIA_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
+{
+	__typeof__(&cuCtxSynchronize) real = REAL_OF(cuCtxSynchronize);
+
+	SYNC(real, real(), GPU_SYNC_CONTEXT, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
+{
+	__typeof__(&cuCtxSynchronize_v2) real = REAL_OF(cuCtxSynchronize_v2);
+
+	SYNC(real, real(ctx), GPU_SYNC_CONTEXT, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
+{
+	__typeof__(&cuStreamSynchronize) real = REAL_OF(cuStreamSynchronize);
+
+	SYNC(real, real(hStream), GPU_SYNC_STREAM, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	__typeof__(&cuStreamSynchronize_ptsz) real = REAL_OF(cuStreamSynchronize_ptsz);
+
+	SYNC(real, real(hStream), GPU_SYNC_STREAM, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
+{
+	__typeof__(&cuEventSynchronize) real = REAL_OF(cuEventSynchronize);
+
+	SYNC(real, real(hEvent), GPU_SYNC_EVENT, true);
+}
+
+/* A query that answers CUDA_SUCCESS has seen the work complete: a sync.
+ * CUDA_ERROR_NOT_READY is not. */
+GAIA_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
+{
+	__typeof__(&cuStreamQuery) real = REAL_OF(cuStreamQuery);
+
+	SYNC(real, real(hStream), GPU_SYNC_STREAM, rc_ == CUDA_SUCCESS);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
+{
+	__typeof__(&cuStreamQuery_ptsz) real = REAL_OF(cuStreamQuery_ptsz);
+
+	SYNC(real, real(hStream), GPU_SYNC_STREAM, rc_ == CUDA_SUCCESS);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
+{
+	__typeof__(&cuEventQuery) real = REAL_OF(cuEventQuery);
+
+	SYNC(real, real(hEvent), GPU_SYNC_EVENT, rc_ == CUDA_SUCCESS);
+}
+
+/* Host memory the driver does not know (neither pinned, registered nor
+ * device/managed memory): pageable. Asked of the real driver. */
+static bool is_pageable(const void *p)
+{
+	PFN_cuPointerGetAttribute_v4000 get = (PFN_cuPointerGetAttribute_v4000)cuda_real("cuPointerGetAttribute");
+	unsigned int type = 0;
+
+	return !get || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS;
+}
+
+static bool is_device(const void *p)
+{
+	PFN_cuPointerGetAttribute_v4000 get = (PFN_cuPointerGetAttribute_v4000)cuda_real("cuPointerGetAttribute");
+	unsigned int type = 0;
+
+	return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
+	       (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY);
+}
+
+/* Which copies are host syncs follows the driver's "API synchronization
+ * behavior" notes. Synchronous copies: host to device waits for the
+ * stream before it starts, device to host returns when done, host to host
+ * is fully synchronous; only device to device leaves the host running.
+ * Async copies: only device to pageable host memory returns after the
+ * copy (so after the work before it); to pinned memory it is truly
+ * asynchronous. */
+static bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
+{
+	return !(is_device((const void *)(uintptr_t)dst) && is_device((const void *)(uintptr_t)src));
+}
+
+static bool memcpy_async_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
+{
+	return is_pageable((const void *)(uintptr_t)dst) && !is_pageable((const void *)(uintptr_t)src);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	__typeof__(&cuMemcpy) real = REAL_OF(cuMemcpy);
+
+	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	__typeof__(&cuMemcpy_ptds) real = REAL_OF(cuMemcpy_ptds);
+
+	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	__typeof__(&cuMemcpyDtoH_v2) real = REAL_OF(cuMemcpyDtoH_v2);
+
+	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	__typeof__(&cuMemcpyDtoH_v2_ptds) real = REAL_OF(cuMemcpyDtoH_v2_ptds);
+
+	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	__typeof__(&cuMemcpyHtoD_v2) real = REAL_OF(cuMemcpyHtoD_v2);
+
+	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	__typeof__(&cuMemcpyHtoD_v2_ptds) real = REAL_OF(cuMemcpyHtoD_v2_ptds);
+
+	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+						   CUstream hStream)
+{
+	__typeof__(&cuMemcpyDtoHAsync_v2) real = REAL_OF(cuMemcpyDtoHAsync_v2);
+
+	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+							CUstream hStream)
+{
+	__typeof__(&cuMemcpyDtoHAsync_v2_ptsz) real = REAL_OF(cuMemcpyDtoHAsync_v2_ptsz);
+
+	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+	__typeof__(&cuMemcpyAsync) real = REAL_OF(cuMemcpyAsync);
+
+	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+	__typeof__(&cuMemcpyAsync_ptsz) real = REAL_OF(cuMemcpyAsync_ptsz);
+
+	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
+	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
+}
+
+/* ------------------------------------------------------------------ */
+/* Runtime-API hooks (a shared libcudart)                             */
+
+/* The protocol speaks CUresult; it only tells success from failure. */
+static CUresult runtime_rc(cudaError_t e)
+{
+	return e == cudaSuccess ? CUDA_SUCCESS : e == cudaErrorNotReady ? CUDA_ERROR_NOT_READY : CUDA_ERROR_UNKNOWN;
+}
+
+/* While a runtime hook runs, the driver wrappers its cudart reaches
+ * forward without acting (gpu_hook_depth). A libcudart that cannot be
+ * found answers as the runtime does without a driver. */
+static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, const void *func, dim3 grid,
+				  dim3 block, void **args, size_t smem, cudaStream_t stream)
+{
+	struct gpu_launch l;
+	cudaError_t e;
+
+	if (!real)
+		return cudaErrorInitializationError;
+	if (gpu_hook_depth)
+		return real(func, grid, block, args, smem, stream);
+	l = launch_info(GPU_FUNC_RUNTIME, func, (CUstream)stream, pt, args, NULL);
+	gpu_hook_depth++;
+	gpu_launch_prepare(&l);
+	e = real(func, grid, block, l.fwd_params, smem, stream);
+	gpu_launch_done(&l, runtime_rc(e));
+	gpu_hook_depth--;
+	return e;
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+						    size_t sharedMem, cudaStream_t stream)
+{
+	return runtime_launch(REAL_OF(cudaLaunchKernel), false, func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+							 size_t sharedMem, cudaStream_t stream)
+{
+	return runtime_launch(REAL_OF(cudaLaunchKernel_ptsz), true, func, gridDim, blockDim, args, sharedMem,
+			      stream);
+}
+
+#define RUNTIME_SYNC(real, call, kind, is_sync)                              \
+	do {                                                                 \
+		cudaError_t e_;                                              \
+		if (!(real))                                                 \
+			return cudaErrorInitializationError;                 \
+		if (gpu_hook_depth)                                          \
+			return (call);                                       \
+		gpu_hook_depth++;                                            \
+		e_ = (call);                                                 \
+		if (is_sync)                                                 \
+			gpu_after_sync((kind), runtime_rc(e_));              \
+		gpu_hook_depth--;                                            \
+		return e_;                                                   \
+	} while (0)
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
+{
+	__typeof__(&cudaDeviceSynchronize) real = REAL_OF(cudaDeviceSynchronize);
+
+	RUNTIME_SYNC(real, real(), GPU_SYNC_CONTEXT, true);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
+{
+	__typeof__(&cudaStreamSynchronize) real = REAL_OF(cudaStreamSynchronize);
+
+	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
+{
+	__typeof__(&cudaStreamSynchronize_ptsz) real = REAL_OF(cudaStreamSynchronize_ptsz);
+
+	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
+{
+	__typeof__(&cudaEventSynchronize) real = REAL_OF(cudaEventSynchronize);
+
+	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, true);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
+{
+	__typeof__(&cudaStreamQuery) real = REAL_OF(cudaStreamQuery);
+
+	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream)
+{
+	__typeof__(&cudaStreamQuery_ptsz) real = REAL_OF(cudaStreamQuery_ptsz);
+
+	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
+{
+	__typeof__(&cudaEventQuery) real = REAL_OF(cudaEventQuery);
+
+	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, e_ == cudaSuccess);
+}
+
+/* cudaMemcpy: the same rule as the driver's synchronous copies; the kind
+ * says the direction, except cudaMemcpyDefault (unified addressing). */
+static bool runtime_memcpy_is_host_sync(void *dst, const void *src, enum cudaMemcpyKind kind)
+{
+	if (kind == cudaMemcpyDeviceToDevice)
+		return false;
+	if (kind == cudaMemcpyDefault)
+		return memcpy_sync_is_host_sync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src);
+	return true;
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	__typeof__(&cudaMemcpy) real = REAL_OF(cudaMemcpy);
+
+	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
+		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	__typeof__(&cudaMemcpy_ptds) real = REAL_OF(cudaMemcpy_ptds);
+
+	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
+		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
+}
+
+/* cudaGetDriverEntryPointByVersion is cuGetProcAddress behind the runtime:
+ * the same substitution. cudaEnablePerThreadDefaultStream is the driver's
+ * flag 2; the _ptsz forms default to it. */
+static cuuint64_t entry_point_flags(unsigned long long flags, bool pt)
+{
+	if (pt && !(flags & (cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)))
+		flags |= cudaEnablePerThreadDefaultStream;
+	return flags & cudaEnablePerThreadDefaultStream ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
+}
+
+static cudaError_t entry_point_by_version(__typeof__(&cudaGetDriverEntryPointByVersion) real, bool pt,
+					  const char *symbol, void **funcPtr, unsigned int cudaVersion,
+					  unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
+	cudaError_t e;
+
+	if (!real)
+		return cudaErrorInitializationError;
+	e = real(symbol, funcPtr, cudaVersion, flags, &st);
+	if (status)
+		*status = st;
+	if (e == cudaSuccess && st == cudaDriverEntryPointSuccess)
+		procaddr_substitute(symbol, funcPtr, (int)cudaVersion, entry_point_flags(flags, pt));
+	return e;
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+								    unsigned int cudaVersion, unsigned long long flags,
+								    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion), false, symbol, funcPtr, cudaVersion,
+				      flags, driverStatus);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+									 unsigned int cudaVersion,
+									 unsigned long long flags,
+									 enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion_ptsz), true, symbol, funcPtr,
+				      cudaVersion, flags, driverStatus);
+}
+
+/* The shim stands in for cudaGetDriverEntryPoint[_ptsz], deprecated in
+ * CUDA 12.5 but still exported and used; naming it is no use of it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/* cudaGetDriverEntryPoint picks the version itself (that of the runtime
+ * in the process, which the shim does not know). The row is therefore the
+ * one whose ABI entry in libcuda is exactly the pointer handed out; no
+ * such row, no substitution. */
+static void entry_point_substitute_by_identity(const char *symbol, void **funcPtr)
+{
+	if (!symbol || !funcPtr || !*funcPtr)
+		return;
+	for (int i = 0; i < HOOK_COUNT; i++) {
+		if (hooks[i].lib != DRV || strcmp(hooks[i].base, symbol) != 0 || cuda_real(hooks[i].abi) != *funcPtr)
+			continue;
+		hook_remember(i, *funcPtr);
+		*funcPtr = hooks[i].wrapper;
+		return;
+	}
+}
+
+static cudaError_t entry_point(__typeof__(&cudaGetDriverEntryPoint) real, const char *symbol, void **funcPtr,
+			       unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
+	cudaError_t e;
+
+	if (!real)
+		return cudaErrorInitializationError;
+	e = real(symbol, funcPtr, flags, &st);
+	if (status)
+		*status = st;
+	if (e == cudaSuccess && st == cudaDriverEntryPointSuccess)
+		entry_point_substitute_by_identity(symbol, funcPtr);
+	return e;
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+							   enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point(REAL_OF(cudaGetDriverEntryPoint), symbol, funcPtr, flags, driverStatus);
+}
+
+GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+								unsigned long long flags,
+								enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point(REAL_OF(cudaGetDriverEntryPoint_ptsz), symbol, funcPtr, flags, driverStatus);
+}
+
+/* ------------------------------------------------------------------ */
+/* The table                                                          */
+
+/* The wrappers are exported (interposable) names; the table points at
+ * them through hidden aliases, so the pointer handed out is always the
+ * shim's own, whatever else in the process defines the same name. */
+#define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) \
+	extern __typeof__(abi) hook_##abi __attribute__((alias(#abi), visibility("hidden")));
+CUDA_HOOK_TABLE(HOOK_ALIAS)
+#undef HOOK_ALIAS
+
+/* A row's version must name the ABI its wrapper implements: the
+ * wrapper's type (the header's prototype) must be that version's. */
+#define HOOK_CHECK(base, ver, pt, abi, lib, pfn) HOOK_CHECK_##lib(abi, pfn)
+#define HOOK_CHECK_DRV(abi, pfn) \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&abi), pfn), #abi " is not " #pfn);
+#define HOOK_CHECK_RT(abi, pfn)
+CUDA_HOOK_TABLE(HOOK_CHECK)
+#undef HOOK_CHECK_RT
+#undef HOOK_CHECK_DRV
+#undef HOOK_CHECK
+
+static struct hook hooks[HOOK_COUNT] = {
+#define HOOK_ROW(base_, ver_, pt_, abi_, lib_, pfn_)                                                       \
+	[HOOK_##abi_] = {.base = #base_, .version = ver_, .per_thread = pt_, .lib = lib_, .abi = #abi_, \
+			 .wrapper = (void *)hook_##abi_},
+	CUDA_HOOK_TABLE(HOOK_ROW)
+#undef HOOK_ROW
+};
+
+#pragma GCC diagnostic pop
