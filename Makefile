@@ -6,15 +6,18 @@
 #   make bench      run every benchmark
 #   make bench-engine   the engine benchmarks (merge, versions, release/acquire)
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
+#   make bench-gpu      launches and syncs under the shim on the simulated GPU
+#   make bench-gunrock  dynamic-graph SSSP sweep (workloads/gunrock; gnuplot for the plot)
+#   make bench-mosaic   image collage and stitching in every mode (workloads/mosaic; gnuplot)
 # Missing Debian packages are installed when run as root; otherwise the
 # exact apt-get line is printed.
 
 BUILD      ?= build
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxhash-dev
+DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxhash-dev libpng-dev
 
-.PHONY: all deps configure demo test test-asan test-tsan bench bench-engine bench-cpu clean
+.PHONY: all deps configure demo test test-asan test-tsan bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -48,7 +51,17 @@ deps:
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_ARGS)
 
-demo: bench-engine
+# An ordinary CUDA program on an mmap'ed file, run under the shim: on a
+# real GPU when nvidia-smi finds one (the nvcc build), else on the
+# simulated GPU. GAIA_STATS=1 prints what moved.
+DEMO_ENV = GAIA_STATS=1 LD_PRELOAD=$(CURDIR)/$(BUILD)/libgaia.so
+demo: all
+	@if nvidia-smi -L >/dev/null 2>&1 && cmake --build $(BUILD) --target gaia_demo_cuda >/dev/null 2>&1; then \
+	  echo "demo: on the GPU"; $(DEMO_ENV) $(BUILD)/demo/gaia_demo_cuda; \
+	else \
+	  echo "demo: no GPU here: on the simulated GPU ($(BUILD)/simgpu)"; \
+	  LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(DEMO_ENV) $(BUILD)/demo/gaia_demo; \
+	fi
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -64,7 +77,7 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS)
 
-bench: bench-engine bench-cpu
+bench: bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic
 
 bench-engine: all
 	$(BUILD)/bench/bench_merge
@@ -74,6 +87,26 @@ bench-engine: all
 bench-cpu: all
 	$(call install-debs,fio,optional)
 	$(BUILD)/bench/bench_cpu --lib $(BUILD)/libgaia.so
+
+# BENCH_GPU_SIZE_MB: the mapping of the launch+sync overhead row.
+BENCH_GPU_SIZE_MB ?= 1024
+bench-gpu: all
+	LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(BUILD)/bench/bench_gpu --lib $(CURDIR)/$(BUILD)/libgaia.so --size-mb $(BENCH_GPU_SIZE_MB)
+
+# The dynamic-graph SSSP sweep; GUNROCK_BENCH_ARGS="--scale=18" for bigger
+# runs (workloads/gunrock/README.md). gnuplot draws the plot when present.
+GUNROCK_BENCH_ARGS ?=
+bench-gunrock: all
+	$(call install-debs,gnuplot-nox,optional)
+	bash workloads/gunrock/bench_gunrock.sh --build=$(BUILD) $(GUNROCK_BENCH_ARGS)
+
+# The collage and stitch workloads in every mode: tables, CSV, PNG plots and
+# the collage in $(BUILD)/bench-mosaic; MOSAIC_SCALE=N for bigger runs
+# (workloads/mosaic/README.md). gnuplot draws the plots when present.
+MOSAIC_SCALE ?= 1
+bench-mosaic: all
+	$(call install-debs,gnuplot-nox,optional)
+	bash workloads/mosaic/bench_mosaic.sh --build $(BUILD) --scale $(MOSAIC_SCALE)
 
 clean:
 	rm -rf $(BUILD)

@@ -37,6 +37,14 @@ struct device_ops {
 	 * compared on the device: only the answer crosses the bus. */
 	int (*diff)(void *replica, uint64_t first, uint64_t npages,
 		    void (*changed)(uint64_t first, uint64_t n, void *arg), void *arg);
+	/* Optional (NULL, or -ENOTSUP at run time: the executor fetches
+	 * replica and base instead). Gathers the listed pages of the replica
+	 * into dev_out (npages * 4 KiB, in list order) and, per page, a mask
+	 * of the bytes that differ from the base (one bit per byte: bit k of
+	 * mask byte j is byte 8j+k; 512 bytes a page) into mask_out: one
+	 * download of 4.5 KiB per changed page instead of 8. */
+	int (*fetch_changes)(void *replica, const uint64_t *pages, uint64_t npages, void *dev_out,
+			     uint8_t *mask_out);
 };
 
 /* A protect record per (device, page), kept sorted by page: records are
@@ -66,11 +74,13 @@ struct device_exec {
 	void *arg;
 	struct protect_map prot[TSVT_MAX_DEVICES];
 	uint8_t *staging; /* 2 * DEVICE_STAGING_PAGES pages, allocated on first use */
+	uint8_t *masks;   /* DEVICE_STAGING_PAGES masks of fetch_changes */
+	uint64_t *page_list;
 	/* what moved, for the caller's accounting */
 	uint64_t uploaded_pages, upload_transfers, downloaded_pages, merged_pages, merged_bytes;
 };
 
-#define DEVICE_STAGING_PAGES 256u
+#define DEVICE_STAGING_PAGES 1024u
 
 /* Carries out every action of the plan in order, then resets the plan.
  * Actions for devices without a replica are an error (-ENODEV): the

@@ -16,6 +16,10 @@
 
 #define PG MERGE_PAGE_BYTES
 
+/* Below both, a sync's merges fetch replica and base per run. */
+#define GATHER_MIN_RUNS 2
+#define GATHER_MIN_PAGES 256
+
 /* --- protect records --- */
 
 static size_t protect_find(const struct protect_map *m, uint64_t page, bool *found)
@@ -87,7 +91,11 @@ void device_exec_destroy(struct device_exec *x)
 		x->prot[d] = (struct protect_map){0};
 	}
 	free(x->staging);
+	free(x->masks);
+	free(x->page_list);
 	x->staging = NULL;
+	x->masks = NULL;
+	x->page_list = NULL;
 }
 
 /* --- actions --- */
@@ -271,11 +279,126 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
 	}
 }
 
+/* LRC_MERGE_TO_CPU with no protect record, from the device's page and
+ * its byte mask: each changed byte stored, no other byte touched. Whole
+ * words at once where all or none of their bytes changed. */
+static uint64_t merge_masked(uint8_t *cpu, const uint8_t *dev, const uint8_t *mask)
+{
+	uint64_t stored = 0;
+	for (unsigned w = 0; w < PG / 8; w++) {
+		uint8_t m = mask[w];
+		if (!m)
+			continue;
+		if (m == 0xff) {
+			memcpy(cpu + 8 * w, dev + 8 * w, 8);
+			stored += 8;
+			continue;
+		}
+		for (unsigned k = 0; k < 8; k++) {
+			if (m >> k & 1) {
+				cpu[8 * w + k] = dev[8 * w + k];
+				stored++;
+			}
+		}
+	}
+	return stored;
+}
+
+/* The merges of a sync, gathered: every page of the consecutive
+ * MERGE_TO_CPU actions [from, to) of one device comes down in batches of
+ * DEVICE_STAGING_PAGES with its byte mask, in one download each however
+ * scattered the pages are. The mask stands for the base: a base equal to
+ * the device's page except, flipped, in the changed bytes gives the merge
+ * rule exactly those bytes. -ENOTSUP: the backend cannot. */
+static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, size_t count)
+{
+	int d = acts[0].dev;
+	if (!x->ops->fetch_changes || !x->replica[d])
+		return -ENOTSUP;
+	/* A few runs come down as well in two transfers each, without the
+	 * gather's own upload and launch. */
+	uint64_t total = 0;
+	for (size_t i = 0; i < count; i++)
+		total += acts[i].npages;
+	if (count <= GATHER_MIN_RUNS && total < GATHER_MIN_PAGES)
+		return -ENOTSUP;
+	int rc = staging(x);
+	if (rc)
+		return rc;
+	if (!x->masks)
+		x->masks = malloc((size_t)DEVICE_STAGING_PAGES * (PG / 8));
+	if (!x->page_list)
+		x->page_list = malloc(DEVICE_STAGING_PAGES * sizeof(uint64_t));
+	if (!x->masks || !x->page_list)
+		return -ENOMEM;
+	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
+	size_t a = 0;
+	uint64_t next = acts[0].first;
+	while (a < count) {
+		uint64_t n = 0;
+		while (a < count && n < DEVICE_STAGING_PAGES) {
+			if (next >= acts[a].first + acts[a].npages) {
+				if (++a < count)
+					next = acts[a].first;
+				continue;
+			}
+			if (next < x->valid_pages)
+				x->page_list[n++] = next;
+			next++;
+		}
+		if (!n)
+			break;
+		rc = x->ops->fetch_changes(x->replica[d], x->page_list, n, dev, x->masks);
+		if (rc)
+			return rc;
+		x->downloaded_pages += n;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t p = x->page_list[i];
+			const uint8_t *m = x->masks + i * (PG / 8);
+			uint8_t *dp = dev + i * PG;
+			const struct lrc_protect *prot = protect_get(&x->prot[d], p);
+			uint64_t bytes;
+			if (!prot) {
+				bytes = merge_masked(x->cpu_store + p * PG, dp, m);
+			} else {
+				uint8_t *bp = base + i * PG;
+				for (unsigned k = 0; k < PG; k++)
+					bp[k] = (m[k / 8] >> (k % 8) & 1) ? (uint8_t)~dp[k] : dp[k];
+				bytes = lrc_page_merge_to_cpu(x->cpu_store + p * PG, dp, bp, prot);
+			}
+			x->merged_bytes += bytes;
+			x->merged_pages += bytes != 0;
+		}
+		/* The shim stored into these pages: tell the caller, in runs. */
+		for (uint64_t i = 0, run = 0; x->stored && i < n; i++) {
+			if (i + 1 == n || x->page_list[i + 1] != x->page_list[i] + 1) {
+				x->stored(x->arg, x->page_list[run], i + 1 - run);
+				run = i + 1;
+			}
+		}
+	}
+	return 0;
+}
+
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
 {
 	int first_rc = 0;
 	for (size_t i = 0; i < plan->count; i++) {
-		int rc = run_action(x, engine, &plan->items[i]);
+		const struct lrc_action *act = &plan->items[i];
+		if (act->kind == LRC_MERGE_TO_CPU) {
+			size_t j = i + 1;
+			while (j < plan->count && plan->items[j].kind == LRC_MERGE_TO_CPU &&
+			       plan->items[j].dev == act->dev)
+				j++;
+			int rc = merge_gathered(x, act, j - i);
+			if (rc != -ENOTSUP) {
+				if (rc && !first_rc)
+					first_rc = rc;
+				i = j - 1;
+				continue;
+			}
+		}
+		int rc = run_action(x, engine, act);
 		if (rc && !first_rc)
 			first_rc = rc;
 	}

@@ -21,6 +21,7 @@
 	X(d2h_bytes, "bytes", "bytes downloaded from devices")                      \
 	X(d2h_transfers, "transfers", "download transfers")                         \
 	X(merged_pages, "pages", "pages merged (3-way) into another replica")       \
+	X(peer_read_bytes, "bytes", "bytes of CPU reads served from a device")      \
 	X(conflict_bytes, "bytes", "bytes written by two replicas between syncs")   \
 	X(writeback_pages, "pages", "pages written back to the file")               \
 	X(published_pages, "pages", "page versions published to the shared table")  \

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mapping_internal.h"
 #include "shim.h"
 
 #ifndef MADV_POPULATE_READ
@@ -63,6 +64,8 @@ static bool called_from_cuda(void *caller)
 bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char *path,
 		    size_t path_size)
 {
+	if (!gaia_process_is_ours())
+		return false;
 	const struct gaia_env *cfg = gaia_config();
 	if (cfg->disable || fd < 0 || (flags & MAP_ANONYMOUS) || (prot & PROT_EXEC) || !len)
 		return false;
@@ -167,4 +170,81 @@ void mapping_describe_caller(void *caller, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%s+%#lx", base,
 			 (unsigned long)((char *)caller - (char *)info.dli_fbase));
+}
+
+/* A 2 MiB boundary, and the rest of the last 2 MiB kept reserved: the device replica of a region can then be mapped at
+ * the region's own address with the driver's allocation granularity
+ * (DESIGN §3.2), and the span up to the next boundary is most likely
+ * still free when that happens. */
+#define PLACEMENT_ALIGN (2ul << 20)
+
+void mapping_place(size_t len, struct placement *place)
+{
+	memset(place, 0, sizeof(*place));
+	size_t rounded = (len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1);
+	if (!rounded || rounded > SIZE_MAX - PLACEMENT_ALIGN)
+		return;
+	size_t aligned = (rounded + PLACEMENT_ALIGN - 1) & ~(PLACEMENT_ALIGN - 1);
+	if (aligned > SIZE_MAX - PLACEMENT_ALIGN)
+		return;
+	size_t span = aligned + PLACEMENT_ALIGN;
+	void *r = REAL(mmap)(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return;
+	uintptr_t a = ((uintptr_t)r + PLACEMENT_ALIGN - 1) & ~(PLACEMENT_ALIGN - 1);
+	place->addr = (void *)a;
+	place->reserved = r;
+	place->reserved_len = span;
+	place->len = rounded;
+	place->aligned_len = aligned;
+}
+
+void mapping_place_done(struct placement *place, void *mapped)
+{
+	uintptr_t r = (uintptr_t)place->reserved, end = r + place->reserved_len;
+	if (mapped == MAP_FAILED) {
+		REAL(munmap)(place->reserved, place->reserved_len);
+		return;
+	}
+	uintptr_t a = (uintptr_t)place->addr;
+	if (a > r)
+		REAL(munmap)((void *)r, a - r);
+	if (a + place->aligned_len < end)
+		REAL(munmap)((void *)(a + place->aligned_len), end - (a + place->aligned_len));
+	/* Up to the next boundary stays reserved (PROT_NONE): the padding,
+	 * given to the mapping so nothing else lands where its device
+	 * replica's span will be. */
+	place->pad_start = a + place->len;
+	place->pad_len = place->aligned_len - place->len;
+}
+
+/* --- padding after placed mappings --- */
+
+void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
+{
+	pthread_mutex_lock(&mapping_lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (m->start == (uintptr_t)addr) {
+			m->pad_start = pad_start;
+			m->pad_len = pad_len;
+			pad_len = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mapping_lock);
+	if (pad_len)
+		REAL(munmap)((void *)pad_start, pad_len);
+}
+
+void mapping_release_padding(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, b = a + len;
+	pthread_mutex_lock(&mapping_lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (m->pad_len && a < m->pad_start + m->pad_len && b > m->pad_start) {
+			REAL(munmap)((void *)m->pad_start, m->pad_len);
+			m->pad_len = 0;
+		}
+	}
+	pthread_mutex_unlock(&mapping_lock);
 }

@@ -93,3 +93,10 @@ int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 	s->ready = true;
 	return reported;
 }
+
+bool page_sums_current(struct page_sums *s, int fd)
+{
+	struct stat st;
+	return s->ready && fstat(fd, &st) == 0 && same_time(&st.st_mtim, &s->mtime) &&
+	       same_time(&st.st_ctim, &s->ctime);
+}

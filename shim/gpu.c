@@ -1,33 +1,257 @@
-/* The protocol at launches and syncs (DESIGN §3.3). Placeholder: counts
- * what the hooks report; device replicas come next. */
+/* The protocol at launches and syncs (DESIGN §3.3), as the CUDA hooks
+ * report them: which device, which regions a kernel's arguments point
+ * into, and the argument copies a managed-backed region needs.
+ */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
 #include "gpu.h"
+#include "gpu_kernels.h"
+#include "gpu_mapping.h"
 #include "stats.h"
 
 __thread int gpu_hook_depth __attribute__((tls_model("initial-exec")));
 
-void gpu_launch_prepare(struct gpu_launch *launch)
+#define MAX_PARAMS 256
+#define MAX_TRANSLATIONS 32
+
+/* --- kernel parameter layouts, asked once per function --- */
+
+struct param_layout {
+	const void *func;
+	int kind;
+	unsigned n;
+	bool known;       /* false: the driver could not say */
+	uint32_t *offset; /* n entries */
+	uint32_t *size;
+};
+
+#define LAYOUT_SLOTS 512
+static struct param_layout layouts[LAYOUT_SLOTS];
+static pthread_mutex_t layouts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void query_layout(struct param_layout *l)
 {
-	launch->fwd_params = launch->params;
-	launch->fwd_extra = launch->extra;
-	launch->scratch = NULL;
-	launch->device = -1;
+	uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
+	unsigned n = 0;
+	for (; n < MAX_PARAMS; n++) {
+		size_t o, s;
+		int rc = cuda_func_param(l->func, (enum gpu_func_kind)l->kind, n, &o, &s);
+		if (rc == -ENOTSUP && n == 0)
+			return; /* unknown: every region is acquired, nothing translated */
+		if (rc)
+			break;
+		off[n] = (uint32_t)o;
+		size[n] = (uint32_t)s;
+	}
+	l->offset = malloc(n * sizeof(uint32_t) + 1);
+	l->size = malloc(n * sizeof(uint32_t) + 1);
+	if (!l->offset || !l->size) {
+		free(l->offset);
+		free(l->size);
+		l->offset = l->size = NULL;
+		return;
+	}
+	memcpy(l->offset, off, n * sizeof(uint32_t));
+	memcpy(l->size, size, n * sizeof(uint32_t));
+	l->n = n;
+	l->known = true;
 }
 
-void gpu_launch_done(struct gpu_launch *launch, CUresult rc)
+/* The layout of func; a copy of the slot (slots are overwritten when the
+ * table is full, and their arrays kept alive: they are few and small). */
+static bool layout_of(const void *func, int kind, struct param_layout *out)
 {
-	(void)launch;
+	size_t h = ((uintptr_t)func >> 4) % LAYOUT_SLOTS;
+	pthread_mutex_lock(&layouts_lock);
+	struct param_layout *l = &layouts[h];
+	if (l->func != func || l->kind != kind) {
+		*l = (struct param_layout){.func = func, .kind = kind};
+		query_layout(l);
+	}
+	*out = *l;
+	pthread_mutex_unlock(&layouts_lock);
+	return out->known;
+}
+
+/* --- the packed `extra` form --- */
+
+struct packed {
+	void *buffer;
+	size_t *size_slot;
+	size_t size;
+};
+
+static bool parse_extra(void **extra, struct packed *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END && i < 16; i += 2) {
+		if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			p->buffer = extra[i + 1];
+		else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+			p->size_slot = extra[i + 1];
+			p->size = p->size_slot ? *p->size_slot : 0;
+		}
+	}
+	return p->buffer && p->size;
+}
+
+static uint64_t translate(uint64_t v, const struct gpu_translation *tr, int ntr, bool *changed)
+{
+	for (int i = 0; i < ntr; i++) {
+		if (v >= tr[i].start && v < tr[i].end) {
+			*changed = true;
+			return tr[i].dptr + (v - tr[i].start);
+		}
+	}
+	return v;
+}
+
+/* kernelParams: a new array whose translated entries point at copies. */
+static void translate_params(struct gpu_launch *L, const struct param_layout *l,
+			     const struct gpu_translation *tr, int ntr)
+{
+	void **params = malloc(l->n * (sizeof(void *) + sizeof(uint64_t)) + 1);
+	if (!params)
+		return;
+	uint64_t *values = (uint64_t *)(params + l->n);
+	bool any = false;
+	for (unsigned i = 0; i < l->n; i++) {
+		params[i] = L->params[i];
+		if (l->size[i] != 8 || !L->params[i])
+			continue;
+		uint64_t v;
+		memcpy(&v, L->params[i], 8);
+		bool changed = false;
+		values[i] = translate(v, tr, ntr, &changed);
+		if (changed) {
+			params[i] = &values[i];
+			any = true;
+		}
+	}
+	if (!any) {
+		free(params);
+		return;
+	}
+	L->scratch = params;
+	L->fwd_params = params;
+}
+
+/* extra: a copy of the packed buffer with pointers translated. */
+static void translate_extra(struct gpu_launch *L, const struct param_layout *l,
+			    const struct packed *p, const struct gpu_translation *tr, int ntr)
+{
+	struct scratch {
+		void *extra[5];
+		size_t size;
+		unsigned char buffer[];
+	} *s = malloc(sizeof(*s) + p->size);
+	if (!s)
+		return;
+	memcpy(s->buffer, p->buffer, p->size);
+	bool any = false;
+	for (unsigned i = 0; i < l->n; i++) {
+		if (l->size[i] != 8 || l->offset[i] + 8 > p->size)
+			continue;
+		uint64_t v;
+		memcpy(&v, s->buffer + l->offset[i], 8);
+		bool changed = false;
+		v = translate(v, tr, ntr, &changed);
+		if (changed) {
+			memcpy(s->buffer + l->offset[i], &v, 8);
+			any = true;
+		}
+	}
+	if (!any) {
+		free(s);
+		return;
+	}
+	s->size = p->size;
+	s->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+	s->extra[1] = s->buffer;
+	s->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+	s->extra[3] = &s->size;
+	s->extra[4] = CU_LAUNCH_PARAM_END;
+	L->scratch = s;
+	L->fwd_extra = s->extra;
+}
+
+void gpu_launch_prepare(struct gpu_launch *L)
+{
+	L->fwd_params = L->params;
+	L->fwd_extra = L->extra;
+	L->scratch = NULL;
+	L->device = -1;
+	if (!mapping_any())
+		return;
+	gaia_in_shim++;
+	L->device = cuda_current_device();
+	if (L->device < 0 && L->kind == GPU_FUNC_RUNTIME) {
+		/* The runtime creates its context lazily, inside this very
+		 * launch: have it do so now (cudaFree(NULL) does only that). */
+		int (*runtime_free)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaFree");
+		if (runtime_free && runtime_free(NULL) == 0)
+			L->device = cuda_current_device();
+	}
+	struct param_layout layout = {0};
+	struct packed packed;
+	bool have_extra = !L->params && parse_extra(L->extra, &packed);
+	/* The arguments' 8-byte values, when the layout is known (a kernel
+	 * with none has a known, empty layout). */
+	bool known = L->kind != GPU_FUNC_NONE && layout_of(L->func, L->kind, &layout);
+	uint64_t values[MAX_PARAMS];
+	size_t nvalues = 0;
+	for (unsigned i = 0; known && i < layout.n; i++) {
+		if (layout.size[i] != 8)
+			continue;
+		if (L->params && L->params[i])
+			memcpy(&values[nvalues++], L->params[i], 8);
+		else if (have_extra && layout.offset[i] + 8 <= packed.size)
+			memcpy(&values[nvalues++], (char *)packed.buffer + layout.offset[i], 8);
+	}
+	/* Unknown arguments (a graph, a driver that cannot say): every region
+	 * is acquired. Known ones: those they point into, and those the
+	 * device holds (a kernel may keep pointers it was given before). */
+	bool all = !known;
+	struct gpu_translation tr[MAX_TRANSLATIONS];
+	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS);
+	gaia_debug("launch on device %d: %zu pointer-sized arguments%s, %d regions translated",
+		   L->device, nvalues, all ? " (every region acquired)" : "", ntr);
+	if (ntr > 0 && known) {
+		if (L->params)
+			translate_params(L, &layout, tr, ntr);
+		else if (have_extra)
+			translate_extra(L, &layout, &packed, tr, ntr);
+	}
+	gaia_in_shim--;
+}
+
+void gpu_launch_done(struct gpu_launch *L, CUresult rc)
+{
 	if (rc == CUDA_SUCCESS)
 		stats_add(GAIA_STAT_kernel_launches, 1);
+	free(L->scratch);
+	L->scratch = NULL;
 }
 
 void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 {
-	(void)kind;
-	if (rc == CUDA_SUCCESS)
-		stats_add(GAIA_STAT_host_syncs, 1);
+	if (rc != CUDA_SUCCESS)
+		return;
+	stats_add(GAIA_STAT_host_syncs, 1);
+	if (!mapping_any())
+		return;
+	gaia_in_shim++;
+	gpu_mappings_sync(cuda_current_device(), kind == GPU_SYNC_CONTEXT);
+	gaia_in_shim--;
 }
 
 void gpu_before_driver_init(void)
 {
+	gpu_kernels_register();
 }

@@ -22,11 +22,21 @@ GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	/* MAP_FIXED replaces whatever was there: a release point for it. */
 	if ((flags & MAP_FIXED) && mapping_overlaps(addr, len))
 		mapping_forget_range(addr, len);
-	void *p = REAL(mmap)(addr, len, prot, flags, fd, offset);
+	if (addr && mapping_any())
+		mapping_release_padding(addr, len);
+	struct placement place = {0};
+	if (wanted && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)))
+		mapping_place(len, &place);
+	void *p = place.addr ? REAL(mmap)(place.addr, len, prot, flags | MAP_FIXED, fd, offset)
+			     : REAL(mmap)(addr, len, prot, flags, fd, offset);
+	if (place.addr)
+		mapping_place_done(&place, p);
 	if (p != MAP_FAILED && wanted) {
 		int saved = errno;
 		gaia_in_shim++;
 		mapping_adopt(p, len, prot, flags, fd, offset, path, __builtin_return_address(0));
+		if (place.pad_len)
+			mapping_take_padding(p, place.pad_start, place.pad_len);
 		gaia_in_shim--;
 		errno = saved;
 	}
@@ -43,6 +53,8 @@ GAIA_EXPORT int munmap(void *addr, size_t len)
 		mapping_forget_range(addr, len);
 		gaia_in_shim--;
 	}
+	if (!gaia_in_shim && mapping_any())
+		mapping_release_padding(addr, len);
 	return REAL(munmap)(addr, len);
 }
 
@@ -58,6 +70,8 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_any())
+		mapping_release_padding(new_addr, new_len);
 	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1))
 		return REAL(mremap)(old, old_len, new_len, flags, new_addr);
 	gaia_in_shim++;
@@ -80,6 +94,22 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 	gaia_in_shim--;
 	errno = saved;
 	return p;
+}
+
+/* A mapping made writable: from then on kernels' writes to it count too
+ * (devices start keeping base copies; a replica made without them is
+ * released and made again at the next launch). */
+GAIA_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	int rc = REAL(mprotect)(addr, len, prot);
+	if (rc == 0 && (prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
+		int saved = errno;
+		gaia_in_shim++;
+		mapping_made_writable(addr, len);
+		gaia_in_shim--;
+		errno = saved;
+	}
+	return rc;
 }
 
 GAIA_EXPORT int msync(void *addr, size_t len, int flags)

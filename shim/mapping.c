@@ -25,33 +25,18 @@
 #include <unistd.h>
 
 #include "lrc.h"
+#include "mapping_internal.h"
 #include "region.h"
 #include "sharedtab.h"
 #include "shim.h"
 #include "stats.h"
 
-struct gaia_mapping {
-	struct gaia_mapping *next;
-	struct lrc_region engine;
-	struct lrc_plan plan;
-	uintptr_t start;  /* address of engine page 0 */
-	size_t len;
-	uint64_t offset;  /* file offset of engine page 0 */
-	int fd;           /* the shim's own descriptor of the file */
-	dev_t dev;
-	ino_t ino;
-	int prot, flags;
-	bool tracked;               /* registered for write tracking (else never writable) */
-	struct shared_file *shared; /* MAP_SHARED: the file's cross-process versions */
-	struct page_sums *sums;     /* checksums: changes by writers not under the shim */
-	struct sharedtab_cursor cursor;
-	char path[];
-};
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+pthread_mutex_t mapping_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct region_table regions;
 static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
-static struct gaia_mapping *mappings;
+struct gaia_mapping *mappings;
 static int mapping_count; /* read without the lock: a hint for the hooks */
 
 static void regions_init(void)
@@ -62,7 +47,7 @@ static void regions_init(void)
 
 bool mapping_any(void)
 {
-	return __atomic_load_n(&mapping_count, __ATOMIC_RELAXED) > 0;
+	return __atomic_load_n(&mapping_count, __ATOMIC_RELAXED) > 0 && gaia_process_is_ours();
 }
 
 static uint64_t now_ns(void)
@@ -78,6 +63,8 @@ static uint64_t file_page_of(const struct gaia_mapping *m, uint64_t page)
 {
 	return m->offset / GAIA_PAGE + page;
 }
+
+static void publish_pages(void *arg, uint64_t first, uint64_t n);
 
 static void ignore_change(uint64_t page, uint32_t version, void *arg)
 {
@@ -140,15 +127,20 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	m->flags = flags;
 	m->tracked = tracked;
 	m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	m->exec.cpu = (const uint8_t *)addr;
+	m->exec.cpu_store = (uint8_t *)addr;
+	m->exec.writable = (prot & PROT_WRITE) != 0;
+	m->exec.publish = publish_pages;
+	m->exec.arg = m;
 	unsigned engine_flags = ((prot & PROT_WRITE) ? LRC_WRITABLE : 0) |
 				((flags & MAP_TYPE) == MAP_PRIVATE ? 0 : LRC_SHARED);
 	struct region r = {.start = m->start, .end = m->start + len, .file_offset = m->offset,
 			   .st_dev = st.st_dev, .st_ino = st.st_ino, .prot = prot, .flags = flags,
 			   .owner = m, .owner_page = 0};
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	if (m->fd < 0 || lrc_region_init(&m->engine, len / GAIA_PAGE, engine_flags) ||
 	    region_insert(&regions, &r)) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&mapping_lock);
 		gaia_warn("cannot manage the mapping of %s at %p: out of memory or overlap; it "
 			  "passes through unmanaged", path, addr);
 		if (m->fd >= 0)
@@ -162,10 +154,11 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	/* Checksums are first taken at the first acquire: what a device
 	 * holds dates from an acquire, so only changes after one matter. */
 	m->sums = page_sums_new(len / GAIA_PAGE);
+	m->own_changes = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 	release_timer_start();
 	stats_add(GAIA_STAT_managed_mappings, 1);
 	stats_add(GAIA_STAT_readahead_pages, populated);
@@ -188,6 +181,12 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		}
 	}
 	__atomic_sub_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	if (gpu_mapping_forget_locked)
+		gpu_mapping_forget_locked(m);
+	device_exec_destroy(&m->exec);
+	free(m->own_changes);
+	if (m->pad_len)
+		REAL(munmap)((void *)m->pad_start, m->pad_len);
 	shared_file_put(m->shared);
 	page_sums_free(m->sums);
 	close(m->fd);
@@ -198,18 +197,27 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 
 /* --- the CPU's release --- */
 
+void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
+{
+	for (uint64_t p = first; m->own_changes && p < first + n && p < m->len / GAIA_PAGE; p++)
+		m->own_changes[p / 64] |= 1ull << (p % 64);
+}
+
 static void mark_cpu_written(uintptr_t start, uintptr_t end, void *arg)
 {
 	struct gaia_mapping *m = arg;
 	uint64_t first = (start - m->start) / GAIA_PAGE, n = (end - start) / GAIA_PAGE;
 	lrc_cpu_wrote(&m->engine, first, n);
+	mapping_note_own_change_locked(m, first, n);
 }
 
 /* Asks the tracker for m's written pages (every live piece). */
 static void collect_one_locked(struct gaia_mapping *m)
 {
-	if (!m->tracked)
-		return; /* it cannot be written through */
+	/* A mapping that never had PROT_WRITE (mprotect adding it sets it
+	 * in m->prot) was not written through. */
+	if (!m->tracked || !(m->prot & PROT_WRITE))
+		return;
 	const struct range_set *live = &m->engine.live;
 	for (size_t i = 0; i < live->count; i++) {
 		uintptr_t a = m->start + live->items[i].first * GAIA_PAGE;
@@ -227,7 +235,7 @@ static void collect_one_locked(struct gaia_mapping *m)
 }
 
 /* Soft-dirty bits are per process: collect every mapping, then rearm. */
-static void collect_locked(struct gaia_mapping *m)
+void mapping_collect_locked(struct gaia_mapping *m)
 {
 	if (tracker_mode() != TRACKER_SOFT_DIRTY) {
 		collect_one_locked(m);
@@ -240,7 +248,7 @@ static void collect_locked(struct gaia_mapping *m)
 
 /* Publishing gives each page the table's next version; the mapping
  * remembers it, so its own publishes never come back as others' changes. */
-static void publish_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
+static void mapping_publish_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
 {
 	stats_add(GAIA_STAT_published_pages, n);
 	for (uint64_t p = first; m->shared && p < first + n; p++) {
@@ -250,27 +258,32 @@ static void publish_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
 	}
 }
 
-static void run_plan_locked(struct gaia_mapping *m)
+static void publish_pages(void *arg, uint64_t first, uint64_t n)
 {
-	for (size_t i = 0; i < m->plan.count; i++) {
-		const struct lrc_action *a = &m->plan.items[i];
-		if (a->kind == LRC_PUBLISH)
-			publish_locked(m, a->first, a->npages);
-		/* Device actions appear only once a device holds pages. */
-	}
-	lrc_plan_reset(&m->plan);
+	mapping_publish_locked(arg, first, n);
 }
 
-static void release_locked(struct gaia_mapping *m)
+/* Device actions appear only once a device holds pages of m. */
+void mapping_run_plan_locked(struct gaia_mapping *m)
+{
+	int rc = device_exec_run(&m->exec, &m->engine, &m->plan);
+	if (rc) {
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_ERROR, "moving pages of %s between replicas failed: %s",
+			      m->path, strerror(-rc));
+	}
+}
+
+void mapping_release_locked(struct gaia_mapping *m)
 {
 	uint64_t t0 = now_ns();
-	collect_locked(m);
+	mapping_collect_locked(m);
 	int rc = lrc_cpu_release(&m->engine, &m->plan);
 	uint64_t published = 0;
 	for (size_t i = 0; i < m->plan.count; i++)
 		if (m->plan.items[i].kind == LRC_PUBLISH)
 			published += m->plan.items[i].npages;
-	run_plan_locked(m);
+	mapping_run_plan_locked(m);
 	if (rc)
 		gaia_error("release of %s failed: %s", m->path, strerror(-rc));
 	stats_add(GAIA_STAT_cpu_dirty_pages, published);
@@ -335,9 +348,9 @@ int mapping_release_range(const void *addr, size_t len)
 {
 	if (!mapping_any())
 		return -ENOENT;
-	pthread_mutex_lock(&lock);
-	int found = for_each_overlapping_locked(addr, len, release_locked);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&mapping_lock);
+	int found = for_each_overlapping_locked(addr, len, mapping_release_locked);
+	pthread_mutex_unlock(&mapping_lock);
 	return found ? 0 : -ENOENT;
 }
 
@@ -364,14 +377,19 @@ static bool page_live(uint64_t page, void *arg)
 	return range_set_contains(&((struct learn *)arg)->m->engine.live, page);
 }
 
+/* A page whose checksum moved because this process changed it (a store,
+ * a write(), a device's merged result) is no news: its version moved
+ * already, and with it whatever another writer put there meanwhile. */
 static void learn_checksum_change(uint64_t page, void *arg)
 {
 	struct learn *l = arg;
+	if (l->m->own_changes && (l->m->own_changes[page / 64] >> (page % 64) & 1))
+		return;
 	lrc_file_changed(&l->m->engine, page, 1, &l->m->plan);
 	l->learned++;
 }
 
-static void acquire_locked(struct gaia_mapping *m)
+void mapping_acquire_locked(struct gaia_mapping *m)
 {
 	uint64_t t0 = now_ns();
 	struct learn l = {.m = m};
@@ -382,6 +400,8 @@ static void acquire_locked(struct gaia_mapping *m)
 	if (m->sums) {
 		int rc = page_sums_refresh(m->sums, m->fd, m->offset, page_live,
 					   learn_checksum_change, &l);
+		if (rc >= 0 && m->own_changes)
+			memset(m->own_changes, 0, (m->len / GAIA_PAGE + 63) / 64 * sizeof(uint64_t));
 		if (rc < 0) {
 			static int once;
 			gaia_log_once(&once, GAIA_LOG_WARN,
@@ -389,7 +409,7 @@ static void acquire_locked(struct gaia_mapping *m)
 				      "shim may be missed", m->path, strerror(-rc));
 		}
 	}
-	run_plan_locked(m);
+	mapping_run_plan_locked(m);
 	stats_add(GAIA_STAT_learned_pages, l.learned);
 	stats_add(GAIA_STAT_acquires, 1);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
@@ -402,30 +422,30 @@ int mapping_acquire_range(const void *addr, size_t len)
 {
 	if (!mapping_any())
 		return -ENOENT;
-	pthread_mutex_lock(&lock);
-	int found = for_each_overlapping_locked(addr, len, acquire_locked);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&mapping_lock);
+	int found = for_each_overlapping_locked(addr, len, mapping_acquire_locked);
+	pthread_mutex_unlock(&mapping_lock);
 	return found ? 0 : -ENOENT;
 }
 
 void mapping_release_all(void)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
-		release_locked(m);
-	pthread_mutex_unlock(&lock);
+		mapping_release_locked(m);
+	pthread_mutex_unlock(&mapping_lock);
 }
 
 void mapping_at_exit(void)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		release_locked(m);
+		mapping_release_locked(m);
 		/* Threads still running publish nothing more (m->shared is NULL). */
 		shared_file_put(m->shared);
 		m->shared = NULL;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 }
 
 /* --- pieces going away --- */
@@ -460,16 +480,25 @@ static void note_removed(const struct region *piece, void *arg)
 		piece->owner, piece->owner_page, (piece->end - piece->start) / GAIA_PAGE};
 }
 
+/* Devices release first (what their kernels wrote reaches the file), and
+ * their replicas go: a replica never outlives part of its region. */
+static void release_with_devices_locked(struct gaia_mapping *m)
+{
+	if (gpu_mapping_forget_locked)
+		gpu_mapping_forget_locked(m);
+	mapping_release_locked(m);
+}
+
 void mapping_forget_range(void *addr, size_t len)
 {
 	if (!mapping_any())
 		return;
 	uintptr_t start = (uintptr_t)addr & ~(GAIA_PAGE - 1);
 	size_t span = (((uintptr_t)addr + len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1)) - start;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	/* munmap is a release point: what the CPU wrote there is published
 	 * before the pages go (the kernel keeps the bytes themselves). */
-	for_each_overlapping_locked((void *)start, span, release_locked);
+	for_each_overlapping_locked((void *)start, span, release_with_devices_locked);
 	struct removed_list removed = {0};
 	region_remove_range(&regions, start, span, note_removed, &removed);
 	if (removed.out_of_memory)
@@ -477,19 +506,19 @@ void mapping_forget_range(void *addr, size_t len)
 	for (size_t i = 0; i < removed.count; i++) {
 		struct gaia_mapping *m = removed.items[i].m;
 		lrc_drop(&m->engine, removed.items[i].first, removed.items[i].n, &m->plan);
-		run_plan_locked(m);
+		mapping_run_plan_locked(m);
 		if (m->engine.live.count == 0)
 			destroy_mapping_locked(m);
 	}
 	free(removed.items);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 }
 
 /* --- writes through the file --- */
 
 static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->dev != dev || m->ino != ino)
 			continue;
@@ -500,8 +529,9 @@ static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t l
 		uint64_t first = (a - m->offset) / GAIA_PAGE;
 		uint64_t last = (b - m->offset + GAIA_PAGE - 1) / GAIA_PAGE;
 		lrc_cpu_wrote(&m->engine, first, last - first);
+		mapping_note_own_change_locked(m, first, last - first);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 }
 
 void mapping_file_written(int fd, off_t offset, size_t len)
@@ -527,14 +557,23 @@ void mapping_file_truncated(int fd, off_t old_size, off_t new_size)
 
 static void collect_only_locked(struct gaia_mapping *m)
 {
-	collect_locked(m);
+	mapping_collect_locked(m);
 }
 
 void mapping_before_discard(void *addr, size_t len)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	for_each_overlapping_locked(addr, len, collect_only_locked);
-	pthread_mutex_unlock(&lock);
+	/* The shim's own view of the file must not keep pages the program
+	 * lets go (a page mapped twice is never paged out). */
+	uintptr_t a = (uintptr_t)addr, b = a + len;
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		uintptr_t lo = a > m->start ? a : m->start;
+		uintptr_t hi = b < m->start + m->len ? b : m->start + m->len;
+		if (m->store_view && lo < hi)
+			REAL(madvise)(m->store_view + (lo - m->start), hi - lo, MADV_DONTNEED);
+	}
+	pthread_mutex_unlock(&mapping_lock);
 }
 
 void mapping_after_discard(void *addr, size_t len)
@@ -543,29 +582,51 @@ void mapping_after_discard(void *addr, size_t len)
 	tracker_forget(addr, len);
 }
 
+/* --- protection changes --- */
+
+static void make_writable_locked(struct gaia_mapping *m)
+{
+	if (m->engine.flags & LRC_WRITABLE)
+		return;
+	if (gpu_mapping_forget_locked)
+		gpu_mapping_forget_locked(m);
+	m->engine.flags |= LRC_WRITABLE;
+	m->exec.writable = true;
+	m->prot |= PROT_WRITE;
+}
+
+void mapping_made_writable(void *addr, size_t len)
+{
+	pthread_mutex_lock(&mapping_lock);
+	for_each_overlapping_locked(addr, len, make_writable_locked);
+	pthread_mutex_unlock(&mapping_lock);
+}
+
 /* --- fork --- */
 
 void mapping_before_fork(void)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	/* The child starts with everything released: its own tracking begins
 	 * afresh at its first store. */
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
-		release_locked(m);
+		mapping_release_locked(m);
 }
 
 void mapping_after_fork(bool child)
 {
 	if (!child) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&mapping_lock);
 		return;
 	}
 	/* Only this thread exists in the child: locks held by others at the
 	 * fork would never be released. */
-	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_init(&mapping_lock, NULL);
 	pthread_rwlock_init(&regions.lock, NULL);
 	shared_file_after_fork();
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
+	for (struct gaia_mapping *m = mappings; gpu_mapping_after_fork_locked && m; m = m->next)
+		gpu_mapping_after_fork_locked(m);
 	if (mappings && tracker_reinit_after_fork()) {
 		/* Nothing can be tracked: forget every mapping (they stay mapped). */
 		while (mappings)
@@ -582,7 +643,7 @@ void mapping_after_fork(bool child)
 					   "writes in this process may be missed", m->path, strerror(-rc));
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 	release_timer_after_fork();
 }
 
@@ -592,7 +653,7 @@ bool mapping_origin_at(const void *addr, struct mapping_origin *out)
 {
 	struct region r;
 	pthread_once(&regions_once, regions_init);
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	bool found = region_find(&regions, (uintptr_t)addr, &r) == 0;
 	if (found) {
 		struct gaia_mapping *m = r.owner;
@@ -603,7 +664,7 @@ bool mapping_origin_at(const void *addr, struct mapping_origin *out)
 		snprintf(out->path, sizeof(out->path), "%s", m->path);
 		found = out->fd >= 0;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 	return found;
 }
 
@@ -623,7 +684,7 @@ int mapping_versions(const void *addr, size_t len, uint32_t *out)
 	size_t npages = (len + GAIA_PAGE - 1) / GAIA_PAGE;
 	bool any = false;
 	pthread_once(&regions_once, regions_init);
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mapping_lock);
 	for (size_t i = 0; i < npages; i++) {
 		struct region r;
 		uintptr_t a = (uintptr_t)addr + i * GAIA_PAGE;
@@ -634,6 +695,6 @@ int mapping_versions(const void *addr, size_t len, uint32_t *out)
 			any = true;
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mapping_lock);
 	return any ? 0 : -ENOENT;
 }

@@ -10,6 +10,23 @@
 
 #define GAIA_EXPORT __attribute__((visibility("default")))
 
+/* The process this library was loaded into, or a fork() child of it. A
+ * process cloned without fork() (a simulated device's process, for one)
+ * runs the same code on a copy of state it does not own: there every hook
+ * passes straight through. */
+static pid_t our_pid;
+
+__attribute__((constructor)) static void gaia_at_start(void)
+{
+	our_pid = getpid();
+}
+
+bool gaia_process_is_ours(void)
+{
+	pid_t p = __atomic_load_n(&our_pid, __ATOMIC_RELAXED);
+	return p == 0 || getpid() == p;
+}
+
 /* The child gets the mappings (the kernel copies them) with everything the
  * parent wrote already released; registration for write tracking does not
  * follow a fork, so the child registers its managed ranges again. */
@@ -19,6 +36,8 @@ GAIA_EXPORT pid_t fork(void)
 	if (managed)
 		mapping_before_fork();
 	pid_t pid = REAL(fork)();
+	if (pid == 0)
+		__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
 	if (managed) {
 		int saved = errno;
 		mapping_after_fork(pid == 0);
@@ -52,6 +71,8 @@ static void print_stats(void)
  * process goes (the bytes themselves are the kernel's and stay). */
 __attribute__((destructor)) static void gaia_at_exit(void)
 {
+	if (!gaia_process_is_ours())
+		return;
 	gaia_in_shim++;
 	if (mapping_any())
 		mapping_at_exit();

@@ -29,7 +29,12 @@
 	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                    \
 	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
 	X(ftruncate64, int, (int, off_t))                                               \
-	X(fork, pid_t, (void))
+	X(fork, pid_t, (void))                                                          \
+	X(read, ssize_t, (int, void *, size_t))                                         \
+	X(pread64, ssize_t, (int, void *, size_t, off_t))                               \
+	X(readv, ssize_t, (int, const struct iovec *, int))                             \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))                     \
+	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))
 
 struct gaia_real {
 #define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;
@@ -40,6 +45,11 @@ GAIA_HIDDEN extern struct gaia_real gaia_real;
 /* Resolves every real function (once; safe to call from any hook). */
 GAIA_HIDDEN void gaia_real_resolve(void);
 #define REAL(name) (gaia_real.name ? gaia_real.name : (gaia_real_resolve(), gaia_real.name))
+
+/* --- the process (process.c) --- */
+/* False in a process cloned from ours without fork() (a simulated
+ * device's process): there every hook passes straight through. */
+GAIA_HIDDEN bool gaia_process_is_ours(void);
 
 /* --- configuration and logging (log.c) --- */
 GAIA_HIDDEN const struct gaia_env *gaia_config(void);
@@ -102,6 +112,8 @@ GAIA_HIDDEN void page_sums_free(struct page_sums *s);
  * (may be NULL) says yes and calls changed() for each whose checksum
  * moved. The first call only records. Returns the pages reported, or
  * -errno. */
+/* Whether the file behind fd is unchanged (times) since the last pass. */
+GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
 GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 				  bool (*wanted)(uint64_t page, void *arg),
 				  void (*changed)(uint64_t page, void *arg), void *arg);
@@ -118,6 +130,25 @@ GAIA_HIDDEN bool mapping_wanted(void *caller, size_t len, int prot, int flags, i
  * returns how many. */
 GAIA_HIDDEN size_t mapping_populate_resident(void *addr, size_t len, int fd, uint64_t offset);
 GAIA_HIDDEN bool mapping_never_writable(int flags, int fd);
+/* Where a managed mapping goes when the program lets the kernel choose:
+ * place.addr (NULL: let the kernel choose after all), inside a temporary
+ * reservation that mapping_place_done trims once the mapping is made (or
+ * frees when it failed). */
+struct placement {
+	void *addr;
+	void *reserved;
+	size_t reserved_len, len, aligned_len;
+	uintptr_t pad_start; /* after mapping_place_done: reserved padding */
+	size_t pad_len;
+};
+GAIA_HIDDEN void mapping_place(size_t len, struct placement *place);
+GAIA_HIDDEN void mapping_place_done(struct placement *place, void *mapped);
+/* Gives the padding after a placed mapping to the managed mapping at addr
+ * (freed with it); unmaps it when addr is not managed. */
+GAIA_HIDDEN void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len);
+/* The program is about to map, unmap or move [addr, addr+len): padding
+ * of the shim's there is given up first. */
+GAIA_HIDDEN void mapping_release_padding(const void *addr, size_t len);
 GAIA_HIDDEN void mapping_describe_caller(void *caller, char *buf, size_t size);
 
 /* --- managed mappings (mapping.c) --- */
@@ -155,6 +186,17 @@ GAIA_HIDDEN int mapping_versions(const void *addr, size_t len, uint32_t *out);
 GAIA_HIDDEN void mapping_before_fork(void);
 GAIA_HIDDEN void mapping_after_fork(bool child);
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
+/* mprotect gave [addr, addr+len) PROT_WRITE. */
+GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
+/* Peer caching (gpu_mapping.c; weak: absent without CUDA). Whether any
+ * device holds a replica in this process (a hint, read without a lock),
+ * and: serves the start of [offset, offset+len) of the file (dev, ino)
+ * into buf from a device holding the current bytes of pages the page
+ * cache does not hold. Returns the bytes served; when 0, *kernel_bytes
+ * says how many bytes from offset the kernel should read instead. */
+GAIA_HIDDEN bool gpu_peer_possible(void) __attribute__((weak));
+GAIA_HIDDEN size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
+				 size_t *kernel_bytes) __attribute__((weak));
 GAIA_HIDDEN void mapping_after_discard(void *addr, size_t len);
 
 #endif

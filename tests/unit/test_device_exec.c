@@ -2,6 +2,7 @@
  * backend: the bytes each replica ends with, what crosses the "bus", and
  * pages past the end of the file. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,7 +58,29 @@ static int fake_diff(void *rep, uint64_t first, uint64_t n,
 	return 0;
 }
 
-static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff};
+static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void *dev_out,
+			      uint8_t *mask_out)
+{
+	struct fake_replica *r = rep;
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *d = r->dev + pages[i] * PG, *b = r->base + pages[i] * PG;
+		memcpy((uint8_t *)dev_out + i * PG, d, PG);
+		uint8_t *m = mask_out + i * (PG / 8);
+		memset(m, 0, PG / 8);
+		for (unsigned k = 0; k < PG; k++)
+			if (d[k] != b[k])
+				m[k / 8] |= (uint8_t)(1u << (k % 8));
+	}
+	r->downloaded_pages += n;
+	return 0;
+}
+
+/* Both ways of bringing a sync's changes down: replica and base pages, or
+ * (scattered pages) gathered with their masks. */
+static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff, NULL};
+static const struct device_ops fake_ops_gather = {fake_upload, fake_download, fake_commit, fake_diff,
+						  fake_fetch_changes};
+static bool gather;
 
 struct world {
 	struct lrc_region engine;
@@ -79,7 +102,7 @@ static struct world *world_new(void)
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
 	assert_int_equal(lrc_region_init(&w->engine, NPAGES, LRC_WRITABLE | LRC_SHARED), 0);
-	w->x.ops = &fake_ops;
+	w->x.ops = gather ? &fake_ops_gather : &fake_ops;
 	w->x.cpu = w->cpu;
 	w->x.cpu_store = w->cpu;
 	w->x.writable = true;
@@ -145,7 +168,8 @@ static void test_sync_keeps_cpu_and_device_bytes_of_one_page(void **state)
 	sync_dev(w, 0);
 	assert_int_equal(w->cpu[3 * PG + 10], 0x77);
 	assert_int_equal(w->cpu[3 * PG + 11], 0x66);
-	/* Only the changed page travelled (replica and base of it). */
+	/* Only the changed page travelled (replica and base of it, or the
+	 * page with its mask). */
 	assert_int_equal(w->rep[0].downloaded_pages, 2);
 	assert_int_equal(w->x.merged_pages, 1);
 	assert_int_equal(w->published, 1);
@@ -178,6 +202,24 @@ static void test_same_byte_device_wins(void **state)
 	cpu_store(w, 100, 'C');
 	sync_dev(w, 0);
 	assert_int_equal(w->cpu[100], 'G');
+	world_free(w);
+}
+
+/* Scattered changes come down gathered: each page once, with its mask. */
+static void test_scattered_changes_each_cross_once(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		w->rep[0].dev[p * PG + 7] = (uint8_t)(p + 1);
+	cpu_store(w, 2 * PG + 8, 0x99);
+	sync_dev(w, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		assert_int_equal(w->cpu[p * PG + 7], p + 1);
+	assert_int_equal(w->cpu[2 * PG + 8], 0x99);
+	assert_int_equal(w->rep[0].downloaded_pages, gather ? NPAGES / 2 : NPAGES);
+	assert_int_equal(w->x.merged_pages, NPAGES / 2);
 	world_free(w);
 }
 
@@ -238,9 +280,13 @@ int main(void)
 		cmocka_unit_test(test_sync_keeps_cpu_and_device_bytes_of_one_page),
 		cmocka_unit_test(test_next_launch_uploads_only_what_the_cpu_wrote),
 		cmocka_unit_test(test_same_byte_device_wins),
+		cmocka_unit_test(test_scattered_changes_each_cross_once),
 		cmocka_unit_test(test_higher_device_wins_in_either_sync_order),
 		cmocka_unit_test(test_rebase_merges_cpu_bytes_into_an_open_epoch),
 		cmocka_unit_test(test_pages_past_the_file_are_never_touched_on_the_cpu),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("replica and base downloaded", tests, NULL, NULL);
+	gather = true;
+	failed += cmocka_run_group_tests_name("changes gathered with masks", tests, NULL, NULL);
+	return failed;
 }

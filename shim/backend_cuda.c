@@ -1,0 +1,576 @@
+/* Device replicas over the CUDA driver API (DESIGN §3.2), the backend of
+ * runtime/device.h.
+ *
+ * Every entry point is the real driver's, resolved at run time from the
+ * libcuda.so.1 the program loaded (cuda_real): the shim never links a
+ * driver, and its own calls never pass through its hooks.
+ *
+ * Two backings of a region's device replica:
+ *  - vmm: device memory mapped at the region's own address with the
+ *    virtual memory API, the CPU replica (the kernel's file mapping) laid
+ *    back over the host side — one address, two copies. Kernels use the
+ *    program's pointers unchanged.
+ *  - managed: the replica in managed memory somewhere else; the launch
+ *    translates pointer arguments that point into the region.
+ * Base copies (writable regions) live in ordinary device memory.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cudaTypedefs.h>
+
+#include "backend_cuda.h"
+#include "gpu_kernels.h"
+#include "kernels/diff_pages.h"
+#include "stats.h"
+
+#define PG GAIA_PAGE
+
+/* Every driver entry point the backend uses: one table. */
+#define DRIVER_FUNCS(X)                                                          \
+	X(ctx_get_current, "cuCtxGetCurrent", PFN_cuCtxGetCurrent_v4000)         \
+	X(ctx_set_current, "cuCtxSetCurrent", PFN_cuCtxSetCurrent_v4000)         \
+	X(ctx_get_device, "cuCtxGetDevice", PFN_cuCtxGetDevice_v2000)            \
+	X(ctx_synchronize, "cuCtxSynchronize", PFN_cuCtxSynchronize_v2000)       \
+	X(device_get, "cuDeviceGet", PFN_cuDeviceGet_v2000)                      \
+	X(primary_retain, "cuDevicePrimaryCtxRetain", PFN_cuDevicePrimaryCtxRetain_v7000) \
+	X(mem_alloc, "cuMemAlloc_v2", PFN_cuMemAlloc_v3020)                      \
+	X(mem_free, "cuMemFree_v2", PFN_cuMemFree_v3020)                         \
+	X(mem_alloc_managed, "cuMemAllocManaged", PFN_cuMemAllocManaged_v6000)   \
+	X(memcpy_htod, "cuMemcpyHtoD_v2", PFN_cuMemcpyHtoD_v3020)                \
+	X(memcpy_dtoh, "cuMemcpyDtoH_v2", PFN_cuMemcpyDtoH_v3020)                \
+	X(memcpy_dtod, "cuMemcpyDtoD_v2", PFN_cuMemcpyDtoD_v3020)                \
+	X(memset_d8, "cuMemsetD8_v2", PFN_cuMemsetD8_v3020)                      \
+	X(prefetch, "cuMemPrefetchAsync_v2", PFN_cuMemPrefetchAsync_v12020)      \
+	X(stream_synchronize, "cuStreamSynchronize", PFN_cuStreamSynchronize_v2000) \
+	X(granularity, "cuMemGetAllocationGranularity", PFN_cuMemGetAllocationGranularity_v10020) \
+	X(address_reserve, "cuMemAddressReserve", PFN_cuMemAddressReserve_v10020) \
+	X(address_free, "cuMemAddressFree", PFN_cuMemAddressFree_v10020)         \
+	X(mem_create, "cuMemCreate", PFN_cuMemCreate_v10020)                     \
+	X(mem_release, "cuMemRelease", PFN_cuMemRelease_v10020)                  \
+	X(mem_map, "cuMemMap", PFN_cuMemMap_v10020)                              \
+	X(mem_unmap, "cuMemUnmap", PFN_cuMemUnmap_v10020)                        \
+	X(set_access, "cuMemSetAccess", PFN_cuMemSetAccess_v10020)               \
+	X(module_load_data, "cuModuleLoadData", PFN_cuModuleLoadData_v2000)      \
+	X(module_get_function, "cuModuleGetFunction", PFN_cuModuleGetFunction_v2000) \
+	X(launch_kernel, "cuLaunchKernel", PFN_cuLaunchKernel_v4000)             \
+	X(func_param_info, "cuFuncGetParamInfo", PFN_cuFuncGetParamInfo_v12040)  \
+	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)
+
+static struct driver {
+#define DRIVER_FIELD(field, name, type) type field;
+	DRIVER_FUNCS(DRIVER_FIELD)
+#undef DRIVER_FIELD
+	bool resolved, usable;
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void resolve_driver(void)
+{
+	bool all = true;
+#define DRIVER_RESOLVE(field, name, type)       \
+	drv.field = (type)cuda_real(name);      \
+	if (!drv.field) {                       \
+		gaia_debug("driver lacks %s", name); \
+		all = false;                    \
+	}
+	DRIVER_FUNCS(DRIVER_RESOLVE)
+#undef DRIVER_RESOLVE
+	drv.resolved = true;
+	/* The VMM calls and cuFuncGetParamInfo are needed only by one
+	 * backing each; the core ones by everything. */
+	drv.usable = drv.ctx_get_current && drv.ctx_set_current && drv.ctx_get_device &&
+		     drv.ctx_synchronize && drv.mem_alloc && drv.mem_free && drv.memcpy_htod &&
+		     drv.memcpy_dtoh && drv.memcpy_dtod && drv.memset_d8;
+	if (!all)
+		gaia_debug("some driver entry points are missing; the backings that need them "
+			   "are not used");
+}
+
+bool cuda_backend_ready(void)
+{
+	pthread_once(&drv_once, resolve_driver);
+	return drv.usable;
+}
+
+const char *cuda_error_name(CUresult rc)
+{
+	const char *name = NULL;
+	if (drv.error_name && drv.error_name(rc, &name) == CUDA_SUCCESS && name)
+		return name;
+	return "CUDA error";
+}
+
+static int cu_errno(CUresult rc)
+{
+	switch (rc) {
+	case CUDA_SUCCESS:
+		return 0;
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return -ENOTSUP;
+	case CUDA_ERROR_INVALID_VALUE:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+/* Logs a failed driver call once per call site and maps it to -errno. */
+#define CU_CHECK(call, what)                                                                     \
+	({                                                                                       \
+		CUresult rc_ = (call);                                                           \
+		if (rc_ != CUDA_SUCCESS) {                                                       \
+			static int once_;                                                        \
+			gaia_log_once(&once_, GAIA_LOG_WARN, "%s failed: %s (%d)", what,         \
+				      cuda_error_name(rc_), (int)rc_);                           \
+		}                                                                                \
+		cu_errno(rc_);                                                                   \
+	})
+
+int cuda_current_device(void)
+{
+	CUdevice dev;
+	if (!cuda_backend_ready() || drv.ctx_get_device(&dev) != CUDA_SUCCESS)
+		return -1;
+	return (int)dev;
+}
+
+int cuda_synchronize(void)
+{
+	return CU_CHECK(drv.ctx_synchronize(), "cuCtxSynchronize");
+}
+
+/* --- the diff kernel --- */
+
+static struct {
+	pthread_once_t once;
+	CUfunction fn;     /* NULL: diff on the host */
+	CUfunction gather; /* NULL: a sync's changes come down as replica + base */
+} diff_kernel = {PTHREAD_ONCE_INIT, NULL, NULL};
+
+static void load_diff_kernel(void)
+{
+	const char *ptx = gpu_diff_ptx();
+	if (!ptx || !drv.module_load_data || !drv.module_get_function || !drv.launch_kernel) {
+		gaia_info("no diff kernel (%s): syncs compare pages on the host",
+			  ptx ? "the driver lacks module loading" : "built without nvcc");
+		return;
+	}
+	CUmodule mod;
+	if (CU_CHECK(drv.module_load_data(&mod, ptx), "cuModuleLoadData (diff kernel)") ||
+	    CU_CHECK(drv.module_get_function(&diff_kernel.fn, mod, GPU_DIFF_KERNEL),
+		     "cuModuleGetFunction " GPU_DIFF_KERNEL)) {
+		diff_kernel.fn = NULL;
+		return;
+	}
+	if (CU_CHECK(drv.module_get_function(&diff_kernel.gather, mod, GPU_GATHER_KERNEL),
+		     "cuModuleGetFunction " GPU_GATHER_KERNEL))
+		diff_kernel.gather = NULL;
+}
+
+/* --- replicas --- */
+
+static CUdeviceptr addr_of(const struct cuda_replica *r, uint64_t page)
+{
+	return r->dptr + page * PG;
+}
+
+/* The region's own address is device memory to the driver (vmm): host
+ * bytes read through it travel through a bounce buffer, never as a host
+ * pointer the driver would take for the device's. */
+static int upload_bounced(struct cuda_replica *r, CUdeviceptr dst, const uint8_t *src, size_t bytes)
+{
+	enum { BOUNCE = 1 << 20 };
+	uint8_t *buf = malloc(bytes < BOUNCE ? bytes : BOUNCE);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t done = 0; done < bytes && !rc;) {
+		size_t n = bytes - done < BOUNCE ? bytes - done : BOUNCE;
+		memcpy(buf, src + done, n);
+		rc = CU_CHECK(drv.memcpy_htod(dst + done, buf, n), "cuMemcpyHtoD (upload)");
+		done += n;
+	}
+	free(buf);
+	(void)r;
+	return rc;
+}
+
+static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, size_t bytes)
+{
+	uintptr_t s = (uintptr_t)src;
+	if (r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start)
+		return upload_bounced(r, dst, src, bytes);
+	return CU_CHECK(drv.memcpy_htod(dst, src, bytes), "cuMemcpyHtoD (upload)");
+}
+
+static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
+{
+	struct cuda_replica *r = rep;
+	size_t bytes = npages * PG;
+	int rc = 0;
+	if (to & DEVICE_REPLICA) {
+		rc = upload_to(r, addr_of(r, first), src, bytes);
+		if (!rc && (to & DEVICE_BASE))
+			rc = CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), bytes),
+				      "cuMemcpyDtoD (base copy)");
+	} else if (to & DEVICE_BASE) {
+		rc = upload_to(r, r->base + first * PG, src, bytes);
+	}
+	if (!rc) {
+		stats_add(GAIA_STAT_h2d_bytes, bytes);
+		stats_add(GAIA_STAT_h2d_transfers, 1);
+		r->dirty_since_prefetch = true;
+	}
+	return rc;
+}
+
+static int replica_download(void *rep, unsigned from, uint64_t first, uint64_t npages, void *dst)
+{
+	struct cuda_replica *r = rep;
+	CUdeviceptr src = from == DEVICE_BASE ? r->base + first * PG : addr_of(r, first);
+	int rc = CU_CHECK(drv.memcpy_dtoh(dst, src, npages * PG), "cuMemcpyDtoH (download)");
+	if (!rc) {
+		stats_add(GAIA_STAT_d2h_bytes, npages * PG);
+		stats_add(GAIA_STAT_d2h_transfers, 1);
+	}
+	return rc;
+}
+
+static int replica_commit(void *rep, uint64_t first, uint64_t npages)
+{
+	struct cuda_replica *r = rep;
+	return CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), npages * PG),
+			"cuMemcpyDtoD (commit)");
+}
+
+static void report_runs(const uint32_t *bitmap, uint64_t first, uint64_t npages,
+			void (*changed)(uint64_t, uint64_t, void *), void *arg)
+{
+	uint64_t run = 0, run_start = 0;
+	for (uint64_t p = 0; p < npages; p++) {
+		if (bitmap[p / 32] & (1u << (p % 32))) {
+			if (!run)
+				run_start = p;
+			run++;
+		} else if (run) {
+			changed(first + run_start, run, arg);
+			run = 0;
+		}
+	}
+	if (run)
+		changed(first + run_start, run, arg);
+}
+
+/* Without the kernel: both copies come to the host (twice the bytes of
+ * the pages compared). */
+static int diff_on_host(struct cuda_replica *r, uint64_t first, uint64_t npages, uint32_t *bitmap)
+{
+	enum { BATCH = 256 };
+	uint8_t *buf = malloc(2 * BATCH * PG);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	for (uint64_t done = 0; done < npages && !rc; done += BATCH) {
+		uint64_t n = npages - done < BATCH ? npages - done : BATCH;
+		rc = replica_download(r, DEVICE_REPLICA, first + done, n, buf);
+		if (!rc)
+			rc = replica_download(r, DEVICE_BASE, first + done, n, buf + BATCH * PG);
+		for (uint64_t i = 0; !rc && i < n; i++)
+			if (memcmp(buf + i * PG, buf + (BATCH + i) * PG, PG))
+				bitmap[(done + i) / 32] |= 1u << ((done + i) % 32);
+	}
+	free(buf);
+	return rc;
+}
+
+static int replica_diff(void *rep, uint64_t first, uint64_t npages,
+			void (*changed)(uint64_t, uint64_t, void *), void *arg)
+{
+	struct cuda_replica *r = rep;
+	pthread_once(&diff_kernel.once, load_diff_kernel);
+	size_t words = (npages + 31) / 32;
+	uint32_t *bitmap = calloc(words, sizeof(*bitmap));
+	if (!bitmap)
+		return -ENOMEM;
+	int rc;
+	if (!diff_kernel.fn) {
+		rc = diff_on_host(r, first, npages, bitmap);
+	} else {
+		if (words > r->bitmap_words) {
+			if (r->bitmap)
+				drv.mem_free(r->bitmap);
+			r->bitmap = 0;
+			r->bitmap_words = 0;
+			rc = CU_CHECK(drv.mem_alloc(&r->bitmap, words * sizeof(uint32_t)),
+				      "cuMemAlloc (diff bitmap)");
+			if (rc)
+				goto out;
+			r->bitmap_words = words;
+		}
+		rc = CU_CHECK(drv.memset_d8(r->bitmap, 0, words * sizeof(uint32_t)), "cuMemsetD8");
+		if (rc)
+			goto out;
+		CUdeviceptr rep_p = addr_of(r, first), base_p = r->base + first * PG;
+		unsigned long long n = npages;
+		void *params[] = {&rep_p, &base_p, &n, &r->bitmap};
+		unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
+		if (blocks > 65535)
+			blocks = 65535;
+		rc = CU_CHECK(drv.launch_kernel(diff_kernel.fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
+						NULL, params, NULL),
+			      "cuLaunchKernel (diff)");
+		/* The download on the legacy stream waits for the kernel. */
+		if (!rc)
+			rc = CU_CHECK(drv.memcpy_dtoh(bitmap, r->bitmap, words * sizeof(uint32_t)),
+				      "cuMemcpyDtoH (diff bitmap)");
+		if (!rc) {
+			stats_add(GAIA_STAT_d2h_bytes, words * sizeof(uint32_t));
+			stats_add(GAIA_STAT_d2h_transfers, 1);
+		}
+	}
+	if (!rc)
+		report_runs(bitmap, first, npages, changed, arg);
+out:
+	free(bitmap);
+	return rc;
+}
+
+/* A sync's changed pages, gathered on the device into one buffer with
+ * their byte masks: two downloads per batch however scattered the pages. */
+static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npages, void *dev_out,
+				 uint8_t *mask_out)
+{
+	struct cuda_replica *r = rep;
+	pthread_once(&diff_kernel.once, load_diff_kernel);
+	if (!diff_kernel.gather || !r->base)
+		return -ENOTSUP;
+	if (npages > r->gather_capacity) {
+		if (r->gather_buf)
+			drv.mem_free(r->gather_buf);
+		r->gather_buf = 0;
+		r->gather_capacity = 0;
+		int rc = CU_CHECK(drv.mem_alloc(&r->gather_buf, npages * (PG + PG / 8 + 8)),
+				  "cuMemAlloc (gather buffer)");
+		if (rc)
+			return rc;
+		r->gather_capacity = npages;
+	}
+	CUdeviceptr out_pages = r->gather_buf, out_masks = out_pages + npages * PG,
+		    list = out_masks + npages * (PG / 8);
+	int rc = CU_CHECK(drv.memcpy_htod(list, pages, npages * 8), "cuMemcpyHtoD (page list)");
+	if (rc)
+		return rc;
+	CUdeviceptr rep_p = r->dptr, base_p = r->base;
+	unsigned long long n = npages;
+	void *params[] = {&rep_p, &base_p, &list, &n, &out_pages, &out_masks};
+	unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
+	rc = CU_CHECK(drv.launch_kernel(diff_kernel.gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0, NULL,
+					params, NULL),
+		      "cuLaunchKernel (gather)");
+	if (!rc)
+		rc = CU_CHECK(drv.memcpy_dtoh(dev_out, out_pages, npages * PG), "cuMemcpyDtoH (changes)");
+	if (!rc)
+		rc = CU_CHECK(drv.memcpy_dtoh(mask_out, out_masks, npages * (PG / 8)),
+			      "cuMemcpyDtoH (masks)");
+	if (!rc) {
+		stats_add(GAIA_STAT_d2h_bytes, npages * (PG + PG / 8));
+		stats_add(GAIA_STAT_d2h_transfers, 2);
+	}
+	return rc;
+}
+
+const struct device_ops cuda_device_ops = {
+	.upload = replica_upload,
+	.download = replica_download,
+	.commit = replica_commit,
+	.diff = replica_diff,
+	.fetch_changes = replica_fetch_changes,
+};
+
+/* --- creating replicas --- */
+
+static int alloc_base(struct cuda_replica *r, bool writable)
+{
+	if (!writable)
+		return 0;
+	return CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
+}
+
+static int create_managed(struct cuda_replica *r, bool writable)
+{
+	if (!drv.mem_alloc_managed)
+		return -ENOTSUP;
+	int rc = CU_CHECK(drv.mem_alloc_managed(&r->dptr, r->len, CU_MEM_ATTACH_GLOBAL),
+			  "cuMemAllocManaged (device replica)");
+	if (rc)
+		return rc;
+	rc = alloc_base(r, writable);
+	if (rc) {
+		drv.mem_free(r->dptr);
+		r->dptr = 0;
+	}
+	return rc;
+}
+
+size_t cuda_vmm_granularity(int device)
+{
+	if (!drv.granularity)
+		return 0;
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
+	size_t g = 0;
+	if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+		return 0;
+	return g;
+}
+
+/* Device memory at [span_start, span_start + span_len), which the caller
+ * has made free in this process (the CPU replica moved aside). */
+static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_len)
+{
+	if (!drv.address_reserve || !drv.mem_create || !drv.mem_map || !drv.set_access)
+		return -ENOTSUP;
+	CUdeviceptr got = 0;
+	int rc = CU_CHECK(drv.address_reserve(&got, span_len, 0, (CUdeviceptr)span_start, 0),
+			  "cuMemAddressReserve");
+	if (rc)
+		return rc;
+	if (got != (CUdeviceptr)span_start) {
+		/* The address is only a hint: the driver chose another. */
+		drv.address_free(got, span_len);
+		return -EADDRINUSE;
+	}
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device}};
+	CUmemAccessDesc access = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	rc = CU_CHECK(drv.mem_create(&r->handle, span_len, &prop, 0), "cuMemCreate");
+	if (rc)
+		goto free_va;
+	rc = CU_CHECK(drv.mem_map((CUdeviceptr)span_start, span_len, 0, r->handle, 0), "cuMemMap");
+	if (rc)
+		goto release;
+	rc = CU_CHECK(drv.set_access((CUdeviceptr)span_start, span_len, &access, 1), "cuMemSetAccess");
+	if (rc)
+		goto unmap;
+	r->span_start = span_start;
+	r->span_len = span_len;
+	return 0;
+unmap:
+	drv.mem_unmap((CUdeviceptr)span_start, span_len);
+release:
+	drv.mem_release(r->handle);
+free_va:
+	drv.address_free((CUdeviceptr)span_start, span_len);
+	return rc;
+}
+
+int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr_t addr,
+			size_t len, bool writable, uintptr_t span_start, size_t span_len)
+{
+	if (!cuda_backend_ready())
+		return -ENODEV;
+	memset(r, 0, sizeof(*r));
+	r->device = device;
+	r->len = len;
+	r->backing = backing;
+	int rc;
+	if (backing == GAIA_BACKING_VMM) {
+		rc = create_vmm(r, span_start, span_len);
+		if (!rc) {
+			r->dptr = (CUdeviceptr)addr;
+			rc = alloc_base(r, writable);
+			if (rc)
+				cuda_replica_destroy(r);
+		}
+	} else {
+		rc = create_managed(r, writable);
+	}
+	return rc;
+}
+
+int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
+{
+	return CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
+}
+
+void cuda_replica_prefetch(struct cuda_replica *r)
+{
+	if (r->backing != GAIA_BACKING_MANAGED || !r->dirty_since_prefetch || !drv.prefetch)
+		return;
+	/* Uploads through the host window left blocks on the host; move them
+	 * in bulk instead of one fault each in the kernel. */
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
+	if (drv.prefetch(r->dptr, r->len, loc, 0, NULL) == CUDA_SUCCESS)
+		drv.stream_synchronize(NULL);
+	r->dirty_since_prefetch = false;
+}
+
+void cuda_replica_destroy(struct cuda_replica *r)
+{
+	if (!drv.resolved)
+		return;
+	if (r->bitmap)
+		drv.mem_free(r->bitmap);
+	if (r->gather_buf)
+		drv.mem_free(r->gather_buf);
+	if (r->base)
+		drv.mem_free(r->base);
+	if (r->backing == GAIA_BACKING_MANAGED && r->dptr)
+		drv.mem_free(r->dptr);
+	if (r->backing == GAIA_BACKING_VMM && r->span_len) {
+		drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len);
+		drv.mem_release(r->handle);
+		drv.address_free((CUdeviceptr)r->span_start, r->span_len);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+/* The runtime's parameter query, from the libcudart the program loaded
+ * (a runtime-API launch names a host stub, not a driver function). */
+static int (*runtime_info)(const void *, size_t, size_t *, size_t *);
+static int (*runtime_peek_error)(void), (*runtime_get_error)(void);
+static pthread_once_t runtime_info_once = PTHREAD_ONCE_INIT;
+
+static void resolve_runtime_info(void)
+{
+	runtime_info = (int (*)(const void *, size_t, size_t *, size_t *))dlsym(
+		RTLD_DEFAULT, "cudaFuncGetParamInfo");
+	runtime_peek_error = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
+	runtime_get_error = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaGetLastError");
+	if (!runtime_peek_error || !runtime_get_error)
+		runtime_info = NULL; /* could not keep the program's last error clean */
+}
+
+int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, size_t *offset,
+		    size_t *size)
+{
+	if (kind == GPU_FUNC_DRIVER) {
+		if (!drv.func_param_info)
+			return -ENOTSUP;
+		return drv.func_param_info((CUfunction)func, index, offset, size) == CUDA_SUCCESS
+			       ? 0 : -ENOENT;
+	}
+	if (kind == GPU_FUNC_RUNTIME) {
+		pthread_once(&runtime_info_once, resolve_runtime_info);
+		if (!runtime_info)
+			return -ENOTSUP;
+		/* Asking past the last parameter is an error the runtime records
+		 * as the program's last error: clear it, unless the program had
+		 * one pending already. */
+		bool clean = runtime_peek_error() == 0;
+		if (runtime_info(func, index, offset, size) == 0)
+			return 0;
+		if (clean)
+			runtime_get_error();
+		return -ENOENT;
+	}
+	return -ENOTSUP;
+}

@@ -1,0 +1,64 @@
+/* Device replicas over the CUDA driver API (backend_cuda.c). */
+#ifndef GAIA_BACKEND_CUDA_H
+#define GAIA_BACKEND_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "gpu.h"
+
+struct cuda_replica {
+	int device;
+	int backing; /* GAIA_BACKING_VMM or GAIA_BACKING_MANAGED */
+	CUdeviceptr dptr;          /* the replica's engine page 0 */
+	CUdeviceptr base;          /* base copies (writable regions), else 0 */
+	size_t len;
+	/* vmm: the reserved and mapped span around the region */
+	uintptr_t span_start;
+	size_t span_len;
+	CUmemGenericAllocationHandle handle;
+	/* the diff's per-page answer on the device */
+	CUdeviceptr bitmap;
+	size_t bitmap_words;
+	/* a sync's changed pages, their masks and their list, gathered */
+	CUdeviceptr gather_buf;
+	uint64_t gather_capacity;
+	bool dirty_since_prefetch;
+};
+
+GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
+
+/* Whether a driver with the core entry points is loaded. */
+GAIA_HIDDEN bool cuda_backend_ready(void);
+GAIA_HIDDEN const char *cuda_error_name(CUresult rc);
+/* The current context's device ordinal, or -1. */
+GAIA_HIDDEN int cuda_current_device(void);
+/* Waits for everything the current context's device runs. 0 or -errno. */
+GAIA_HIDDEN int cuda_synchronize(void);
+/* The VMM allocation granularity of a device (0: no VMM). */
+GAIA_HIDDEN size_t cuda_vmm_granularity(int device);
+
+/* A replica of [addr, addr+len) on `device` in the current context. For
+ * vmm, [span_start, span_start+span_len) (granularity-aligned, covering
+ * the region) must be free in this process: it is reserved at that very
+ * address or the call fails with -EADDRINUSE. 0 or -errno. */
+GAIA_HIDDEN int cuda_replica_create(struct cuda_replica *r, int backing, int device,
+				    uintptr_t addr, size_t len, bool writable, uintptr_t span_start,
+				    size_t span_len);
+/* Frees the device memory; a vmm span is unmapped and unreserved (the
+ * driver replaces the host side of the span: the caller moves the CPU
+ * replica aside first). */
+GAIA_HIDDEN void cuda_replica_destroy(struct cuda_replica *r);
+/* Sets every byte of the replica (on the device). */
+GAIA_HIDDEN int cuda_replica_fill(struct cuda_replica *r, uint8_t byte);
+/* Managed backing: after uploads, moves the replica to the device in bulk. */
+GAIA_HIDDEN void cuda_replica_prefetch(struct cuda_replica *r);
+
+/* Parameter i of a kernel: 0, -ENOENT past the last one, -ENOTSUP when
+ * the layout cannot be had. */
+GAIA_HIDDEN int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index,
+				size_t *offset, size_t *size);
+
+#endif

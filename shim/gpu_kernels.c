@@ -1,0 +1,133 @@
+/* The shim's own device code, and how each kind of device gets it.
+ *
+ * On a GPU the diff kernel is PTX text (kernels/diff_pages.cu, compiled by
+ * nvcc at build time and embedded), loaded with cuModuleLoadData. The
+ * simulated GPU cannot run PTX: its modules resolve entry names against
+ * kernels registered in the process before cuInit (simgpu/README.md). So
+ * when the driver offers that registry, the same kernel body, compiled as
+ * C, is registered under the PTX entry's name just before the real cuInit;
+ * loading the PTX then finds it. Either way the shim makes the same calls.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu.h"
+#include "gpu_kernels.h"
+#include "kernels/diff_pages.h"
+#include "simgpu.h"
+
+#if GAIA_HAVE_PTX
+extern const char gaia_diff_pages_ptx[];
+#endif
+
+const char *gpu_diff_ptx(void)
+{
+#if GAIA_HAVE_PTX
+	return gaia_diff_pages_ptx;
+#else
+	return NULL;
+#endif
+}
+
+/* The kernel's parameters, laid out as the PTX entry declares them. */
+struct diff_args {
+	const unsigned long long *replica;
+	const unsigned long long *base;
+	unsigned long long npages;
+	unsigned int *bitmap;
+};
+
+/* Runs blocks [begin, end) of a diff launch: every thread of a block in
+ * turn, as the simulated device runs any kernel. */
+static void diff_pages_blocks(const void *args, const struct simgpu_launch_dims *dims,
+			      uint64_t begin, uint64_t end)
+{
+	const struct diff_args *a = args;
+	uint64_t threads = (uint64_t)dims->block[0];
+	uint64_t stride = (uint64_t)dims->grid[0] * threads;
+	for (uint64_t b = begin; b < end; b++) {
+		for (uint64_t t = 0; t < threads; t++) {
+			for (uint64_t p = b * threads + t; p < a->npages; p += stride)
+				if (gaia_diff_one_page(a->replica, a->base, p))
+					__atomic_fetch_or(&a->bitmap[p / 32], 1u << (p % 32),
+							  __ATOMIC_RELAXED);
+		}
+	}
+}
+
+struct gather_args {
+	const unsigned long long *replica;
+	const unsigned long long *base;
+	const unsigned long long *pages;
+	unsigned long long n;
+	unsigned long long *out_pages;
+	unsigned char *out_masks;
+};
+
+static void gather_changes_blocks(const void *args, const struct simgpu_launch_dims *dims,
+				  uint64_t begin, uint64_t end)
+{
+	const struct gather_args *a = args;
+	uint64_t threads = (uint64_t)dims->block[0];
+	uint64_t stride = (uint64_t)dims->grid[0] * threads;
+	for (uint64_t b = begin; b < end; b++)
+		for (uint64_t t = 0; t < threads; t++)
+			for (uint64_t i = b * threads + t; i < a->n; i += stride)
+				gaia_gather_one_page(a->replica, a->base, a->pages[i], i, a->out_pages,
+						     a->out_masks);
+}
+
+/* The kernels' host-side identities: the registry keys kernels by address. */
+static void gaia_diff_pages_host(void)
+{
+}
+
+static void gaia_gather_changes_host(void)
+{
+}
+
+static const unsigned diff_offsets[] = {offsetof(struct diff_args, replica),
+					offsetof(struct diff_args, base),
+					offsetof(struct diff_args, npages),
+					offsetof(struct diff_args, bitmap)};
+static const unsigned diff_sizes[] = {8, 8, 8, 8};
+static const unsigned gather_offsets[] = {
+	offsetof(struct gather_args, replica), offsetof(struct gather_args, base),
+	offsetof(struct gather_args, pages),   offsetof(struct gather_args, n),
+	offsetof(struct gather_args, out_pages), offsetof(struct gather_args, out_masks)};
+static const unsigned gather_sizes[] = {8, 8, 8, 8, 8, 8};
+
+void gpu_kernels_register(void)
+{
+	int (*reg)(const struct simgpu_kernel_desc *) =
+		(int (*)(const struct simgpu_kernel_desc *))cuda_real("simgpu_register_kernel");
+	if (!reg)
+		return; /* a real driver: the PTX is all it needs */
+	static const struct simgpu_kernel_desc desc = {
+		.abi = SIMGPU_KERNEL_ABI,
+		.name = GPU_DIFF_KERNEL,
+		.func = (const void *)gaia_diff_pages_host,
+		.trampoline = diff_pages_blocks,
+		.nparams = 4,
+		.param_offset = diff_offsets,
+		.param_size = diff_sizes,
+		.args_bytes = sizeof(struct diff_args),
+	};
+	static const struct simgpu_kernel_desc gather = {
+		.abi = SIMGPU_KERNEL_ABI,
+		.name = GPU_GATHER_KERNEL,
+		.func = (const void *)gaia_gather_changes_host,
+		.trampoline = gather_changes_blocks,
+		.nparams = 6,
+		.param_offset = gather_offsets,
+		.param_size = gather_sizes,
+		.args_bytes = sizeof(struct gather_args),
+	};
+	int rc = reg(&desc);
+	if (!rc)
+		rc = reg(&gather);
+	if (rc)
+		gaia_warn("cannot register the shim's kernels with the simulated GPU (%d): syncs "
+			  "compare pages on the host", rc);
+}

@@ -1,0 +1,342 @@
+/* Device replicas of managed mappings, and the protocol's device half
+ * (DESIGN §3.2, §3.3): at a launch the CPU releases and the device
+ * acquires; at a sync the device releases (diff on the device, merge into
+ * the page cache in place) and the CPU acquires.
+ *
+ * A region gets a replica on a device at the first launch there whose
+ * arguments point into it; from then on every launch on that device
+ * acquires it (a kernel may keep pointers it was given before).
+ *
+ * Everything runs under mapping_lock, with gaia_in_shim raised by the
+ * caller so the driver's own mmap calls pass through the hooks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backend_cuda.h"
+#include "gpu_mapping.h"
+#include "mapping_internal.h"
+#include "stats.h"
+
+#define PG GAIA_PAGE
+
+/* The backing GAIA_BACKING=auto chose (probed once), and per device
+ * whether kernels may still run (launched since the last full sync). */
+static int chosen_backing = -1;
+static bool device_busy[TSVT_MAX_DEVICES];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* --- choosing a backing --- */
+
+static int backing_for(int device)
+{
+	int knob = gaia_config()->backing;
+	if (knob != GAIA_BACKING_AUTO)
+		return knob;
+	if (chosen_backing < 0) {
+		const char *why = gpu_vmm_probe(device);
+		chosen_backing = why ? GAIA_BACKING_MANAGED : GAIA_BACKING_VMM;
+		if (why)
+			gaia_info("device replicas in managed memory: %s", why);
+		else
+			gaia_info("device replicas at the regions' own addresses (driver virtual "
+				  "memory, host side overlaid)");
+	}
+	return chosen_backing;
+}
+
+/* --- making and freeing replicas --- */
+
+static uint64_t file_valid_pages(const struct gaia_mapping *m)
+{
+	struct stat st;
+	uint64_t npages = m->len / PG;
+	if (fstat(m->fd, &st) || (uint64_t)st.st_size <= m->offset)
+		return fstat(m->fd, &st) ? npages : 0;
+	uint64_t valid = ((uint64_t)st.st_size - m->offset + PG - 1) / PG;
+	return valid < npages ? valid : npages;
+}
+
+/* MAP_SHARED: the shim's own view of the file's pages, for reading what
+ * it uploads and storing what devices wrote — the program's mapping keeps
+ * its write tracking, and (vmm) its address stays the device's to the
+ * driver. MAP_PRIVATE pages exist only in the program's mapping. */
+static void open_store_view(struct gaia_mapping *m)
+{
+	if (m->store_view || (m->flags & MAP_TYPE) == MAP_PRIVATE)
+		return;
+	int prot = PROT_READ | (m->exec.writable ? PROT_WRITE : 0);
+	void *v = REAL(mmap)(NULL, m->len, prot, MAP_SHARED, m->fd, (off_t)m->offset);
+	if (v == MAP_FAILED) {
+		gaia_warn("cannot map %s a second time for moving pages to and from devices (%s): "
+			  "the program's mapping is used, and the shim's stores count as its writes",
+			  m->path, strerror(errno));
+		return;
+	}
+	m->store_view = v;
+	m->exec.cpu = v;
+	m->exec.cpu_store = v;
+}
+
+/* After the shim stored device results through the program's own mapping
+ * (MAP_PRIVATE): those stores are not the program's writes. */
+static void forget_own_stores(void *arg, uint64_t first, uint64_t n)
+{
+	struct gaia_mapping *m = arg;
+	mapping_note_own_change_locked(m, first, n);
+	if (!m->store_view && m->tracked)
+		tracker_forget((void *)(m->start + first * PG), n * PG);
+}
+
+static bool ensure_replica(struct gaia_mapping *m, int dev)
+{
+	if (m->replicas[dev])
+		return true;
+	if (m->replica_failed[dev])
+		return false;
+	struct cuda_replica *r = calloc(1, sizeof(*r));
+	if (!r)
+		return false;
+	int backing = backing_for(dev);
+	int rc = -ENOTSUP;
+	if (backing == GAIA_BACKING_VMM) {
+		rc = gpu_vmm_create(m, r, dev);
+		if (rc)
+			gaia_info("%s: no device memory at its own address on device %d (%s); its "
+				  "replica is in managed memory", m->path, dev, strerror(-rc));
+	}
+	if (rc)
+		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
+					 m->exec.writable, 0, 0);
+	if (rc) {
+		gaia_warn("%s: no replica on device %d (%s); kernels there see no managed data "
+			  "of it", m->path, dev, strerror(-rc));
+		m->replica_failed[dev] = true;
+		free(r);
+		return false;
+	}
+	open_store_view(m);
+	stats_add(GAIA_STAT_device_replicas, 1);
+	gpu_peer_enable();
+	m->replicas[dev] = r;
+	m->exec.replica[dev] = r;
+	m->exec.ops = &cuda_device_ops;
+	m->exec.stored = forget_own_stores;
+	gaia_info("%s: replica on device %d, %s, %zu KiB", m->path, dev,
+		  r->backing == GAIA_BACKING_VMM ? "at its own address" : "in managed memory",
+		  m->len / 1024);
+	return true;
+}
+
+static void device_release_locked(struct gaia_mapping *m, int dev);
+
+bool gpu_mapping_any_replica(const struct gaia_mapping *m)
+{
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+		if (m->replicas[d])
+			return true;
+	return false;
+}
+
+void gpu_mapping_forget_locked(struct gaia_mapping *m)
+{
+	if (!gpu_mapping_any_replica(m))
+		return;
+	/* What kernels wrote and no sync released yet reaches the file now. */
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		if (m->replicas[d] && m->engine.epoch_open[d]) {
+			cuda_synchronize();
+			device_release_locked(m, d);
+		}
+	}
+	/* The driver replaces the host side of a vmm span when it unmaps it:
+	 * the live pieces of the CPU replica step aside meanwhile. */
+	bool vmm = false;
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		const struct cuda_replica *r = m->replicas[d];
+		vmm |= r && r->backing == GAIA_BACKING_VMM;
+	}
+	const struct range_set *live = &m->engine.live;
+	void **aside = vmm ? calloc(live->count ? live->count : 1, sizeof(*aside)) : NULL;
+	if (vmm) {
+		mapping_collect_locked(m);
+		gpu_vmm_guard_begin(m->start, m->len);
+		for (size_t i = 0; aside && i < live->count; i++)
+			aside[i] = gpu_vmm_move_aside(m->start + live->items[i].first * PG,
+					      (live->items[i].end - live->items[i].first) * PG);
+	}
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		if (!m->replicas[d])
+			continue;
+		cuda_replica_destroy(m->replicas[d]);
+		free(m->replicas[d]);
+		m->replicas[d] = NULL;
+		m->exec.replica[d] = NULL;
+		device_exec_forget(&m->exec, d);
+		lrc_device_forget(&m->engine, d, &m->plan);
+		mapping_run_plan_locked(m);
+	}
+	if (vmm) {
+		for (size_t i = 0; aside && i < live->count; i++)
+			if (aside[i])
+				gpu_vmm_move_back(m, aside[i], m->start + live->items[i].first * PG,
+					  (live->items[i].end - live->items[i].first) * PG);
+		gpu_vmm_guard_end();
+		free(aside);
+	}
+	if (m->store_view) {
+		REAL(munmap)(m->store_view, m->len);
+		m->store_view = NULL;
+		m->exec.cpu = (const uint8_t *)m->start;
+		m->exec.cpu_store = (uint8_t *)m->start;
+	}
+}
+
+void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
+{
+	/* The child has no device context: the parent's replicas are not its
+	 * own (their host memory is, and is freed). */
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		free(m->replicas[d]);
+		m->replicas[d] = NULL;
+		m->exec.replica[d] = NULL;
+		m->replica_failed[d] = true;
+		device_exec_forget(&m->exec, d);
+	}
+}
+
+/* --- launch --- */
+
+static bool points_into(const struct gaia_mapping *m, const uint64_t *values, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (values[i] >= m->start && values[i] < m->start + m->len)
+			return true;
+	return false;
+}
+
+/* Pages about to be uploaded are read in one call per range rather than
+ * one fault each (the shim's view of the file is a mapping of its own). */
+static void populate_uploads(struct gaia_mapping *m)
+{
+	for (size_t i = 0; i < m->plan.count; i++) {
+		const struct lrc_action *a = &m->plan.items[i];
+		if (a->kind != LRC_UPLOAD || a->first >= m->exec.valid_pages)
+			continue;
+		uint64_t n = a->first + a->npages <= m->exec.valid_pages ? a->npages
+									 : m->exec.valid_pages - a->first;
+		REAL(madvise)((void *)(m->exec.cpu + a->first * PG), n * PG, MADV_POPULATE_READ);
+	}
+}
+
+static bool plan_moves_device_bytes(const struct lrc_plan *plan)
+{
+	for (size_t i = 0; i < plan->count; i++) {
+		uint8_t k = plan->items[i].kind;
+		if (k == LRC_UPLOAD || k == LRC_REBASE)
+			return true;
+	}
+	return false;
+}
+
+int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
+			struct gpu_translation *out, size_t out_capacity)
+{
+	size_t nout = 0;
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !cuda_backend_ready())
+		return 0;
+	uint64_t t0 = now_ns();
+	pthread_mutex_lock(&mapping_lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!m->replicas[dev] && !(all || points_into(m, values, nvalues)))
+			continue;
+		/* The CPU's release first (its writes become versions), and what
+		 * other processes published: the device must see both. */
+		mapping_collect_locked(m);
+		mapping_acquire_locked(m);
+		if (!ensure_replica(m, dev))
+			continue;
+		struct cuda_replica *r = m->replicas[dev];
+		m->exec.valid_pages = file_valid_pages(m);
+		uint64_t before = m->exec.uploaded_pages;
+		int rc = lrc_launch(&m->engine, dev, &m->plan);
+		/* Kernels launched earlier may still read these pages: they must
+		 * not see bytes from after their own launch. */
+		if (!rc && device_busy[dev] && plan_moves_device_bytes(&m->plan)) {
+			cuda_synchronize();
+			device_busy[dev] = false;
+		}
+		populate_uploads(m);
+		for (size_t i = 0; i < m->plan.count; i++)
+			if (m->plan.items[i].kind == LRC_PUBLISH)
+				stats_add(GAIA_STAT_cpu_dirty_pages, m->plan.items[i].npages);
+		mapping_run_plan_locked(m);
+		if (rc)
+			gaia_error("acquire of %s by device %d failed: %s", m->path, dev, strerror(-rc));
+		if (m->exec.uploaded_pages != before)
+			cuda_replica_prefetch(r);
+		if (r->backing == GAIA_BACKING_MANAGED && nout < out_capacity)
+			out[nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
+	}
+	device_busy[dev] = true;
+	pthread_mutex_unlock(&mapping_lock);
+	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
+	return (int)nout;
+}
+
+/* --- sync --- */
+
+static void device_release_locked(struct gaia_mapping *m, int dev)
+{
+	uint64_t merged_before = m->exec.merged_pages;
+	m->exec.valid_pages = file_valid_pages(m);
+	int rc = lrc_sync_diff(&m->engine, dev, &m->plan);
+	mapping_run_plan_locked(m);
+	if (!rc)
+		rc = lrc_sync(&m->engine, dev, &m->plan);
+	uint64_t dirty = 0;
+	for (size_t i = 0; i < m->plan.count; i++)
+		if (m->plan.items[i].kind == LRC_MERGE_TO_CPU)
+			dirty += m->plan.items[i].npages;
+	mapping_run_plan_locked(m);
+	if (rc)
+		gaia_error("release of %s by device %d failed: %s", m->path, dev, strerror(-rc));
+	stats_add(GAIA_STAT_device_dirty_pages, dirty);
+	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - merged_before);
+}
+
+void gpu_mappings_sync(int dev, bool whole_device)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
+		return;
+	uint64_t t0 = now_ns();
+	pthread_mutex_lock(&mapping_lock);
+	bool waited = whole_device;
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!m->replicas[dev] || !m->engine.epoch_open[dev])
+			continue;
+		/* A stream's sync leaves other streams running: the diff needs
+		 * a device whose kernels are done with the region. */
+		if (!waited) {
+			cuda_synchronize();
+			waited = true;
+		}
+		device_release_locked(m, dev);
+	}
+	if (waited)
+		device_busy[dev] = false;
+	pthread_mutex_unlock(&mapping_lock);
+	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
+}
+

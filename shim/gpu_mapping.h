@@ -1,0 +1,42 @@
+/* Device replicas of managed mappings (gpu_mapping.c), as gpu.c uses them. */
+#ifndef GAIA_GPU_MAPPING_H
+#define GAIA_GPU_MAPPING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim.h"
+
+/* A region whose replica on the launching device lives elsewhere (managed
+ * backing): a kernel argument in [start, end) becomes dptr + (arg - start). */
+struct gpu_translation {
+	uint64_t start, end, dptr;
+};
+
+/* A launch on device dev whose arguments hold these 8-byte values (all:
+ * the arguments are unknown, every managed region is acquired): the CPU
+ * releases, and dev acquires every region it holds or an argument points
+ * into. Fills out[] with the managed-backed ones; returns their number. */
+GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
+				    struct gpu_translation *out, size_t out_capacity);
+/* A host sync on device dev returned (whole_device: every stream of it is
+ * done): dev releases every region it launched on, the CPU acquires. */
+GAIA_HIDDEN void gpu_mappings_sync(int dev, bool whole_device);
+
+/* --- shared by gpu_mapping.c, gpu_vmm.c and gpu_peer.c (mapping_lock held) --- */
+struct gaia_mapping;
+struct cuda_replica;
+GAIA_HIDDEN bool gpu_mapping_any_replica(const struct gaia_mapping *m);
+/* Why the vmm backing cannot be used on this device (NULL: it can). */
+GAIA_HIDDEN const char *gpu_vmm_probe(int device);
+/* A vmm replica of m on dev at m's own address. 0 or -errno. */
+GAIA_HIDDEN int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev);
+GAIA_HIDDEN void gpu_vmm_guard_begin(uintptr_t start, size_t len);
+GAIA_HIDDEN void gpu_vmm_guard_end(void);
+GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len);
+GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len);
+/* A device replica exists in this process: reads may be served by one. */
+GAIA_HIDDEN void gpu_peer_enable(void);
+
+#endif

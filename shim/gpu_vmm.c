@@ -1,0 +1,189 @@
+/* The vmm backing's host side (DESIGN §3.2): device memory at a region's
+ * own address, with the CPU replica — the kernel's file mapping — laid
+ * back over the host side of the span. The mapping is moved aside while
+ * the driver reserves and maps the span, and while it unmaps it; a
+ * program thread touching the region meanwhile waits (a SIGSEGV handler
+ * chained in front of whatever was there) instead of crashing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backend_cuda.h"
+#include "gpu_mapping.h"
+#include "mapping_internal.h"
+
+#define PG GAIA_PAGE
+
+/* Reserve, map, overlay, write different bytes on each side, read them
+ * back: vmm works only if the host side shows the overlay's bytes while
+ * the device keeps its own. Returns NULL when it works, else why not. */
+const char *gpu_vmm_probe(int device)
+{
+	size_t g = cuda_vmm_granularity(device);
+	if (!g)
+		return "the driver has no virtual memory management";
+	/* A free, aligned span: take a larger one, keep nothing of it. */
+	void *p = REAL(mmap)(NULL, 2 * g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return "no address space for the probe";
+	uintptr_t a = ((uintptr_t)p + g - 1) & ~(g - 1);
+	REAL(munmap)(p, 2 * g);
+	struct cuda_replica r;
+	if (cuda_replica_create(&r, GAIA_BACKING_VMM, device, a, g, false, a, g))
+		return "the driver did not map device memory at the requested address";
+	const char *why = NULL;
+	void *over = REAL(mmap)((void *)a, PG, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	static uint8_t host_view[GAIA_PAGE];
+	if (over == MAP_FAILED) {
+		why = "host memory cannot be laid over the device range";
+	} else {
+		memset(over, 0xaa, PG);
+		if (cuda_replica_fill(&r, 0x55) ||
+		    cuda_device_ops.download(&r, DEVICE_REPLICA, 0, 1, host_view))
+			why = "copies to and from the overlaid range fail";
+		else if (((uint8_t *)over)[0] != 0xaa || ((uint8_t *)over)[PG - 1] != 0xaa)
+			why = "the device's bytes show through the host overlay";
+		else if (host_view[0] != 0x55 || host_view[PG - 1] != 0x55)
+			why = "the device copy does not keep its own bytes under the overlay";
+	}
+	cuda_replica_destroy(&r);
+	/* The driver gave the span back; nothing of the probe stays mapped. */
+	return why;
+}
+
+/* While the CPU replica of a region is moved aside (vmm setup and
+ * teardown), a program thread touching it would fault on an empty range.
+ * A SIGSEGV handler, installed at the first move and chained to whatever
+ * was there before, makes such a thread wait for the move to end and
+ * retry; every other fault goes to the previous handler. */
+static volatile uintptr_t moving_start, moving_end;
+static volatile int moving; /* futex word: 1 while a move is under way */
+static struct sigaction previous_segv;
+
+static void chain_segv(int sig, siginfo_t *info, void *ctx)
+{
+	if (previous_segv.sa_flags & SA_SIGINFO) {
+		previous_segv.sa_sigaction(sig, info, ctx);
+	} else if (previous_segv.sa_handler == SIG_IGN) {
+		return;
+	} else if (previous_segv.sa_handler == SIG_DFL) {
+		signal(sig, SIG_DFL); /* the fault repeats and kills, as without the shim */
+	} else {
+		previous_segv.sa_handler(sig);
+	}
+}
+
+static void on_segv(int sig, siginfo_t *info, void *ctx)
+{
+	uintptr_t a = (uintptr_t)info->si_addr;
+	if (__atomic_load_n(&moving, __ATOMIC_ACQUIRE) && a >= moving_start && a < moving_end) {
+		while (__atomic_load_n(&moving, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &moving, FUTEX_WAIT, 1, NULL, NULL, 0);
+		return; /* the access is retried on the range as it is now */
+	}
+	chain_segv(sig, info, ctx);
+}
+
+void gpu_vmm_guard_begin(uintptr_t start, size_t len)
+{
+	static bool installed;
+	if (!installed) {
+		struct sigaction sa = {0};
+		sa.sa_sigaction = on_segv;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		installed = sigaction(SIGSEGV, &sa, &previous_segv) == 0;
+	}
+	moving_start = start;
+	moving_end = start + len;
+	__atomic_store_n(&moving, 1, __ATOMIC_RELEASE);
+}
+
+void gpu_vmm_guard_end(void)
+{
+	__atomic_store_n(&moving, 0, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &moving, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Moves [addr, addr+len) of the CPU replica to a temporary place (the
+ * kernel keeps the pages and the file behind them). Returns the new
+ * address or NULL. The caller collected the written pages before: the
+ * move drops the userfaultfd registration. */
+void *gpu_vmm_move_aside(uintptr_t addr, size_t len)
+{
+	void *t = REAL(mmap)(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, t);
+	if (moved == MAP_FAILED) {
+		REAL(munmap)(t, len);
+		return NULL;
+	}
+	return moved;
+}
+
+int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len)
+{
+	void *back = REAL(mremap)(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr);
+	if (back == MAP_FAILED) {
+		int err = errno;
+		gaia_error("cannot put the mapping of %s back at %#lx (it is at %p now): %s", m->path,
+			   (unsigned long)addr, from, strerror(err));
+		return -err;
+	}
+	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
+	int rc = m->tracked ? tracker_register((void *)addr, len) : 0;
+	if (rc)
+		gaia_error("cannot track writes to %s again after moving it: %s", m->path,
+			   strerror(-rc));
+	return rc;
+}
+
+/* vmm: device memory at the region's own address. The CPU replica is
+ * moved aside, the span reserved at that address, and the CPU replica
+ * moved back over the host side (DESIGN §3.2). */
+int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
+{
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		const struct cuda_replica *o = m->replicas[d];
+		if (o && o->backing == GAIA_BACKING_VMM)
+			return -EADDRINUSE; /* one address holds one device's memory */
+	}
+	const struct range_set *live = &m->engine.live;
+	if (live->count != 1 || live->items[0].first != 0 || live->items[0].end != m->len / PG)
+		return -EINVAL; /* partly unmapped: the holes may hold other mappings */
+	size_t g = cuda_vmm_granularity(dev);
+	if (!g)
+		return -ENOTSUP;
+	uintptr_t span_start = m->start & ~(g - 1);
+	size_t span_len = ((m->start + m->len + g - 1) & ~(g - 1)) - span_start;
+	mapping_collect_locked(m);
+	if (m->pad_len) {
+		REAL(munmap)((void *)m->pad_start, m->pad_len);
+		m->pad_len = 0;
+	}
+	gpu_vmm_guard_begin(m->start, m->len);
+	void *aside = gpu_vmm_move_aside(m->start, m->len);
+	if (!aside) {
+		gpu_vmm_guard_end();
+		return -errno ?: -ENOMEM;
+	}
+	int rc = cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,
+				     span_start, span_len);
+	int back = gpu_vmm_move_back(m, aside, m->start, m->len);
+	gpu_vmm_guard_end();
+	if (back && !rc) {
+		cuda_replica_destroy(r);
+		rc = back;
+	}
+	return rc;
+}
+

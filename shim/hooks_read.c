@@ -1,0 +1,112 @@
+/* Interposed file reads: read, pread, readv, preadv, preadv2.
+ *
+ * The page cache holds the newest CPU-side bytes of a managed file (device
+ * results are merged into it at the sync), so reads need nothing for
+ * coherence. What the shim adds is peer caching (DESIGN §3.4): when a
+ * read's pages are no longer in the page cache and a device holds their
+ * current bytes, they come from the device instead of storage. Which
+ * pages the page cache holds is asked with mincore on the program's
+ * mapping of the file, not with preadv2(RWF_NOWAIT): that flag still
+ * starts readahead before it answers "not cached", and the readahead
+ * fetches the very pages a device could have served. Processes with no
+ * device replica pay one load per read. Vector reads are the kernel's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "stats.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+static bool peer_candidate(int fd, struct stat *st)
+{
+	if (gaia_in_shim || !gpu_peer_possible || !gpu_peer_possible() || !mapping_any())
+		return false;
+	return fstat(fd, st) == 0 && S_ISREG(st->st_mode);
+}
+
+/* A read of len bytes at offset of a regular file, page run by page run:
+ * what the page cache holds, or no device holds current, from the kernel;
+ * the rest from a device. Returns as pread would. */
+static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, off_t offset)
+{
+	size_t done = 0;
+	while (done < len && offset + (off_t)done < st->st_size) {
+		size_t kernel_bytes = len - done;
+		gaia_in_shim++;
+		size_t served = gpu_peer_read(st->st_dev, st->st_ino, fd, buf + done, len - done,
+					      offset + (off_t)done, &kernel_bytes);
+		gaia_in_shim--;
+		if (served) {
+			stats_add(GAIA_STAT_peer_read_bytes, served);
+			done += served;
+			continue;
+		}
+		ssize_t got = REAL(pread64)(fd, buf + done, kernel_bytes, offset + (off_t)done);
+		if (got < 0)
+			return done ? (ssize_t)done : -1;
+		done += (size_t)got;
+		if ((size_t)got < kernel_bytes)
+			break; /* end of file */
+	}
+	return (ssize_t)done;
+}
+
+GAIA_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
+{
+	struct stat st;
+	if (!count || !peer_candidate(fd, &st))
+		return REAL(pread64)(fd, buf, count, offset);
+	int saved = errno;
+	ssize_t n = peer_pread(fd, &st, buf, count, offset);
+	if (n >= 0)
+		errno = saved;
+	return n;
+}
+
+GAIA_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
+	__attribute__((alias("pread64")));
+
+GAIA_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+	struct stat st;
+	if (!count || !peer_candidate(fd, &st))
+		return REAL(read)(fd, buf, count);
+	/* At the descriptor's position, which then moves past what was read
+	 * (not atomic against another thread reading the same descriptor). */
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+	if (pos < 0)
+		return REAL(read)(fd, buf, count);
+	int saved = errno;
+	ssize_t n = peer_pread(fd, &st, buf, count, pos);
+	if (n > 0)
+		lseek(fd, pos + n, SEEK_SET);
+	if (n >= 0)
+		errno = saved;
+	return n;
+}
+
+GAIA_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return REAL(readv)(fd, iov, iovcnt);
+}
+
+GAIA_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+{
+	return REAL(preadv)(fd, iov, iovcnt, offset);
+}
+
+GAIA_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
+	__attribute__((alias("preadv")));
+
+GAIA_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
+{
+	return REAL(preadv2)(fd, iov, iovcnt, offset, flags);
+}
+
+GAIA_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
+			       int flags) __attribute__((alias("preadv2")));

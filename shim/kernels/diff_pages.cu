@@ -1,0 +1,26 @@
+// The diff kernel as the shim ships it to a real GPU: nvcc -ptx turns this
+// file into the PTX text embedded in libgaia.so (loaded with
+// cuModuleLoadData at the first sync that needs it).
+#include "diff_pages.h"
+
+extern "C" __global__ void gaia_diff_pages(const unsigned long long *replica,
+					   const unsigned long long *base,
+					   unsigned long long npages, unsigned int *bitmap)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long p = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	     p < npages; p += stride)
+		if (gaia_diff_one_page(replica, base, p))
+			atomicOr(&bitmap[p / 32], 1u << (p % 32));
+}
+
+extern "C" __global__ void gaia_gather_changes(const unsigned long long *replica,
+					       const unsigned long long *base,
+					       const unsigned long long *pages, unsigned long long n,
+					       unsigned long long *out_pages, unsigned char *out_masks)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += stride)
+		gaia_gather_one_page(replica, base, pages[i], i, out_pages, out_masks);
+}

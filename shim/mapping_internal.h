@@ -1,0 +1,69 @@
+/* The state of managed mappings, shared by mapping.c (the CPU side) and
+ * gpu_mapping.c (device replicas). Everything here is under mapping_lock. */
+#ifndef GAIA_MAPPING_INTERNAL_H
+#define GAIA_MAPPING_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "device.h"
+#include "lrc.h"
+#include "sharedtab.h"
+#include "shim.h"
+
+struct gaia_mapping {
+	struct gaia_mapping *next;
+	struct lrc_region engine;
+	struct lrc_plan plan;
+	uintptr_t start;  /* address of engine page 0 */
+	size_t len;
+	uint64_t offset;  /* file offset of engine page 0 */
+	int fd;           /* the shim's own descriptor of the file */
+	dev_t dev;
+	ino_t ino;
+	int prot, flags;
+	bool tracked;               /* registered for write tracking (else never writable) */
+	struct shared_file *shared; /* MAP_SHARED: the file's cross-process versions */
+	struct page_sums *sums;     /* checksums: changes by writers not under the shim */
+	struct sharedtab_cursor cursor;
+	/* Device replicas (gpu_mapping.c): the executor of device actions,
+	 * one backend replica per device (NULL: none), devices where making
+	 * one failed (not retried), and the shim's own writable view of a
+	 * MAP_SHARED file for storing device results into the page cache
+	 * without touching the program's write-protected mapping. */
+	struct device_exec exec;
+	void *replicas[TSVT_MAX_DEVICES];
+	bool replica_failed[TSVT_MAX_DEVICES];
+	uint8_t *store_view;
+	/* PROT_NONE reservation after the mapping up to the next 2 MiB
+	 * boundary (admission.c's placement), where a vmm replica's span
+	 * will lie; 0 when none or given up. */
+	uintptr_t pad_start;
+	size_t pad_len;
+	/* Pages this process changed since the last checksum pass (one bit
+	 * each): their checksums moving is not another writer's doing. */
+	uint64_t *own_changes;
+	char path[];
+};
+
+GAIA_HIDDEN extern pthread_mutex_t mapping_lock;
+GAIA_HIDDEN extern struct gaia_mapping *mappings;
+
+/* The CPU's side of the protocol for one mapping (mapping.c). */
+GAIA_HIDDEN void mapping_collect_locked(struct gaia_mapping *m);
+GAIA_HIDDEN void mapping_release_locked(struct gaia_mapping *m);
+GAIA_HIDDEN void mapping_acquire_locked(struct gaia_mapping *m);
+/* Carries out m->plan (device actions through m->exec). */
+GAIA_HIDDEN void mapping_run_plan_locked(struct gaia_mapping *m);
+GAIA_HIDDEN void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t first, uint64_t n);
+
+/* Device replicas (gpu_mapping.c; weak: absent in a build without CUDA). */
+/* Before pages of m go away (munmap, remap, exit): devices release what
+ * they wrote, then every replica of m is freed. */
+GAIA_HIDDEN void gpu_mapping_forget_locked(struct gaia_mapping *m) __attribute__((weak));
+/* In a forked child: the parent's device replicas are not this process's. */
+GAIA_HIDDEN void gpu_mapping_after_fork_locked(struct gaia_mapping *m) __attribute__((weak));
+
+#endif

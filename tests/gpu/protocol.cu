@@ -1,0 +1,496 @@
+/* The promises of DESIGN §1 between the CPU and kernels, one case each: an
+ * ordinary CUDA program (runtime API, kernels dereferencing an mmap'ed
+ * file), run under libgaia.so on the simulated GPU. CTest runs every case
+ * with GAIA_BACKING=vmm and with GAIA_BACKING=managed.
+ *
+ *   protocol CASE        exit 0 when the case holds, 1 with a message if not
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "simgpu_kernel.h"
+#ifndef __CUDACC__
+#include "simgpu.h"
+#endif
+
+#define PAGE 4096
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fprintf(stderr, "\n");                                             \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+#define CUDA_OK(call)                                                                      \
+	do {                                                                               \
+		cudaError_t e_ = (call);                                                   \
+		CHECK(e_ == cudaSuccess, "%s", cudaGetErrorName(e_));                      \
+	} while (0)
+
+/* --- kernels --- */
+
+__global__ void copy_bytes(const unsigned char *src, unsigned char *dst, unsigned long long n)
+{
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+		dst[i] = src[i];
+}
+SIMGPU_KERNEL(copy_bytes);
+
+/* dst[i] = value for i in [from, to) with i % stride == phase. */
+__global__ void write_bytes(unsigned char *dst, unsigned long long from, unsigned long long to,
+			    unsigned stride, unsigned phase, unsigned char value)
+{
+	unsigned long long i = from + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; i < to; i += (unsigned long long)gridDim.x * blockDim.x)
+		if (i % stride == phase)
+			dst[i] = value;
+}
+SIMGPU_KERNEL(write_bytes);
+
+/* Waits ns of device time, then copies. */
+__global__ void spin_then_copy(const unsigned char *src, unsigned char *dst, unsigned long long n,
+			       long long ns)
+{
+	if (blockIdx.x != 0 || threadIdx.x != 0)
+		return;
+	long long t0 = clock64();
+	while (clock64() - t0 < ns)
+		;
+	for (unsigned long long i = 0; i < n; i++)
+		dst[i] = src[i];
+}
+SIMGPU_KERNEL(spin_then_copy);
+
+/* --- helpers --- */
+
+static char path[256];
+static unsigned char *last_map;
+
+static int make_file(size_t bytes, unsigned char fill)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(path, sizeof(path), "%s/gaia-gpu-protocol-XXXXXX", dir);
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+	unlink(path);
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	memset(buf, fill, bytes);
+	CHECK(pwrite(fd, buf, bytes, 0) == (ssize_t)bytes, "pwrite: %s", strerror(errno));
+	free(buf);
+	return fd;
+}
+
+static unsigned char *map_file(int fd, size_t bytes, int flags)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = (unsigned char *)p;
+	return (unsigned char *)p;
+}
+
+static void launch_copy(const unsigned char *src, unsigned char *dst, size_t n)
+{
+	SIMGPU_LAUNCH(copy_bytes, 64, 128, 0, 0)(src, dst, (unsigned long long)n);
+	CUDA_OK(cudaGetLastError());
+}
+
+static void launch_write(unsigned char *dst, size_t from, size_t to, unsigned stride,
+			 unsigned phase, unsigned char value)
+{
+	SIMGPU_LAUNCH(write_bytes, 64, 128, 0, 0)(dst, (unsigned long long)from,
+						  (unsigned long long)to, stride, phase, value);
+	CUDA_OK(cudaGetLastError());
+}
+
+static uint64_t htod_bytes(void)
+{
+#ifndef __CUDACC__
+	struct simgpu_stats st;
+	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
+	return st.htod_bytes;
+#else
+	return 0;
+#endif
+}
+
+/* --- cases --- */
+
+/* A launch sees the CPU's stores and write()s made before it. */
+static void case_launch_sees_cpu(void)
+{
+	const size_t bytes = 16 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	for (size_t i = 0; i < 4 * PAGE; i++)
+		m[i] = (unsigned char)(i * 7 + 1);
+	unsigned char line[100];
+	memset(line, 0xee, sizeof(line));
+	CHECK(pwrite(fd, line, sizeof(line), 5 * PAGE + 10) == (ssize_t)sizeof(line), "pwrite");
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++) {
+		unsigned char want = i < 4 * PAGE ? (unsigned char)(i * 7 + 1)
+				     : (i >= 5 * PAGE + 10 && i < 5 * PAGE + 110) ? 0xee : 0;
+		CHECK(got[i] == want, "byte %zu: kernel saw %u, CPU had %u", i, got[i], want);
+	}
+	/* And later CPU stores reach the next launch. */
+	m[9 * PAGE + 3] = 0x42;
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	CHECK(got[9 * PAGE + 3] == 0x42, "second launch saw %u", got[9 * PAGE + 3]);
+	free(got);
+}
+
+/* After the sync, the mapping, read() and the file see the kernel's writes. */
+static void case_sync_publishes(void)
+{
+	const size_t bytes = 16 * PAGE;
+	int fd = make_file(bytes, 1);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	CHECK(m[0] == 1, "initial");
+	launch_write(m, 2 * PAGE, 6 * PAGE, 1, 0, 7);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char buf[PAGE];
+	for (size_t p = 0; p < 16; p++) {
+		unsigned char want = p >= 2 && p < 6 ? 7 : 1;
+		CHECK(m[p * PAGE] == want && m[p * PAGE + PAGE - 1] == want, "mapping page %zu: %u",
+		      p, m[p * PAGE]);
+		CHECK(pread(fd, buf, PAGE, (off_t)(p * PAGE)) == PAGE, "pread");
+		CHECK(buf[0] == want && buf[PAGE - 1] == want, "read() page %zu: %u", p, buf[0]);
+	}
+	CHECK(msync(m, bytes, MS_SYNC) == 0, "msync");
+}
+
+/* CPU and kernel write different bytes of the same pages between one
+ * launch and its sync: both survive (the false-sharing case). */
+static void case_false_sharing(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	for (int round = 1; round <= 3; round++) {
+		launch_write(m, 0, bytes, 2, 0, (unsigned char)(0x10 + round));
+		for (size_t i = 1; i < bytes; i += 2)
+			m[i] = (unsigned char)(0x80 + round);
+		CUDA_OK(cudaDeviceSynchronize());
+		for (size_t i = 0; i < bytes; i++) {
+			unsigned char want = (unsigned char)(i % 2 ? 0x80 + round : 0x10 + round);
+			CHECK(m[i] == want, "round %d byte %zu: %#x, want %#x", round, i, m[i], want);
+		}
+	}
+}
+
+/* Both write the same bytes: the device's write wins (DESIGN §1). */
+static void case_same_byte(void)
+{
+	const size_t bytes = 4 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, PAGE, PAGE + 64, 1, 0, 'G');
+	for (size_t i = PAGE + 32; i < PAGE + 96; i++)
+		m[i] = 'C';
+	CUDA_OK(cudaDeviceSynchronize());
+	for (size_t i = PAGE; i < PAGE + 96; i++)
+		CHECK(m[i] == (i < PAGE + 64 ? 'G' : 'C'), "byte %zu: %c", i - PAGE, m[i]);
+}
+
+/* A store made while a kernel runs is not seen by that kernel. */
+static void case_cpu_store_invisible(void)
+{
+	const size_t bytes = 4 * PAGE;
+	int fd = make_file(bytes, 1);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	SIMGPU_LAUNCH(spin_then_copy, 1, 1, 0, 0)(m, d, (unsigned long long)bytes, 50000000ll);
+	CUDA_OK(cudaGetLastError());
+	memset(m, 2, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char got[4 * PAGE];
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++)
+		CHECK(got[i] == 1, "kernel saw %u at %zu: a store from after its launch", got[i], i);
+	CHECK(m[0] == 2 && m[bytes - 1] == 2, "the CPU's own stores");
+}
+
+/* MAP_PRIVATE: the kernel's writes reach the mapping, never the file. */
+static void case_private(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 3);
+	unsigned char *m = map_file(fd, bytes, MAP_PRIVATE);
+	launch_write(m, 0, 2 * PAGE, 1, 0, 9);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[0] == 9 && m[2 * PAGE - 1] == 9 && m[2 * PAGE] == 3, "mapping: %u %u %u", m[0],
+	      m[2 * PAGE - 1], m[2 * PAGE]);
+	unsigned char buf[PAGE];
+	CHECK(pread(fd, buf, PAGE, 0) == PAGE && buf[0] == 3, "the file changed: %u", buf[0]);
+	/* The next launch sees the merged bytes. */
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaMemcpy(buf, d, PAGE, cudaMemcpyDeviceToHost));
+	CHECK(buf[0] == 9, "relaunch saw %u", buf[0]);
+}
+
+/* Only changed pages cross the bus: after the first launch uploaded the
+ * region, a launch uploads exactly the pages the CPU wrote since. */
+static void case_bytes_moved(void)
+{
+	const size_t bytes = 256 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	uint64_t h0 = htod_bytes();
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	uint64_t h1 = htod_bytes();
+	CHECK(h1 - h0 == bytes, "first launch uploaded %llu bytes, the region is %zu",
+	      (unsigned long long)(h1 - h0), bytes);
+	m[3 * PAGE] = 1;
+	m[100 * PAGE + 5] = 2;
+	m[101 * PAGE + 7] = 3;
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	uint64_t h2 = htod_bytes();
+	CHECK(h2 - h1 == 3 * PAGE, "second launch uploaded %llu bytes for 3 changed pages",
+	      (unsigned long long)(h2 - h1));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(htod_bytes() == h2, "a clean launch uploaded %llu bytes",
+	      (unsigned long long)(htod_bytes() - h2));
+}
+
+/* Two launches with no sync between, the CPU writing in between: the
+ * second kernel sees the CPU's bytes and the first kernel's. */
+static void case_launch_after_launch(void)
+{
+	const size_t bytes = 4 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_write(m, 0, bytes, 2, 0, 0x11);
+	for (size_t i = 1; i < bytes; i += 2)
+		m[i] = 0x22;
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char got[4 * PAGE];
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++) {
+		unsigned char want = i % 2 ? 0x22 : 0x11;
+		CHECK(got[i] == want, "second kernel saw %#x at %zu", got[i], i);
+		CHECK(m[i] == want, "CPU sees %#x at %zu", m[i], i);
+	}
+}
+
+/* A program thread keeps storing to and loading from the region while the
+ * first launch sets its device replica up (for vmm the CPU replica moves
+ * aside meanwhile): it neither crashes nor loses a store. */
+static int toucher_stop;
+static unsigned toucher_last;
+
+static void *toucher(void *arg)
+{
+	volatile unsigned *w = (volatile unsigned *)arg;
+	unsigned i = 0;
+	while (!__atomic_load_n(&toucher_stop, __ATOMIC_ACQUIRE)) {
+		w[3 * PAGE / 4] = ++i;
+		__atomic_store_n(&toucher_last, i, __ATOMIC_RELEASE);
+		(void)w[40 * PAGE / 4];
+	}
+	return NULL;
+}
+
+static void case_touch_during_first_launch(void)
+{
+	const size_t bytes = 64 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, toucher, m) == 0, "pthread_create");
+	while (!__atomic_load_n(&toucher_last, __ATOMIC_ACQUIRE))
+		;
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	__atomic_store_n(&toucher_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	unsigned got;
+	memcpy(&got, m + 3 * PAGE, sizeof(got));
+	CHECK(got == toucher_last, "the thread's last store was %u, the mapping holds %u", toucher_last,
+	      got);
+	CHECK(pread(fd, &got, sizeof(got), 3 * PAGE) == sizeof(got) && got == toucher_last,
+	      "the file holds %u", got);
+}
+
+/* A read-only mapping: kernels' writes to it are not merged; made
+ * writable with mprotect, they are. */
+static void case_mprotect_writable(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = m;
+	launch_write(m, 0, PAGE, 1, 0, 6);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[0] == 5, "a kernel's write reached a read-only mapping: %u", m[0]);
+	CHECK(mprotect(m, bytes, PROT_READ | PROT_WRITE) == 0, "mprotect: %s", strerror(errno));
+	m[PAGE + 1] = 8;
+	launch_write(m, 0, PAGE, 1, 0, 7);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[0] == 7 && m[PAGE - 1] == 7, "after mprotect the kernel's write is missing: %u", m[0]);
+	CHECK(m[PAGE + 1] == 8 && m[PAGE] == 5, "the CPU's bytes: %u %u", m[PAGE + 1], m[PAGE]);
+}
+
+static uint64_t dtoh_bytes(void)
+{
+#ifndef __CUDACC__
+	struct simgpu_stats st;
+	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
+	return st.dtoh_bytes;
+#else
+	return 0;
+#endif
+}
+
+/* Peer caching: pages gone from the page cache while a device holds their
+ * current bytes are read from the device (and are right). */
+static void case_peer_read(void)
+{
+	const size_t bytes = 64 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *pattern = (unsigned char *)malloc(bytes);
+	for (size_t i = 0; i < bytes; i++)
+		pattern[i] = (unsigned char)(i * 31 + 7);
+	CHECK(pwrite(fd, pattern, bytes, 0) == (ssize_t)bytes, "pwrite");
+	CHECK(fsync(fd) == 0, "fsync");
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	/* The CPU side lets the pages go (they are clean). */
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	unsigned char vec[64];
+	CHECK(mincore(m, bytes, vec) == 0, "mincore");
+	size_t resident = 0;
+	for (int i = 0; i < 64; i++)
+		resident += vec[i] & 1;
+	if (resident > 32) {
+		printf("skip: the kernel kept %zu of 64 pages resident after MADV_PAGEOUT\n", resident);
+		exit(77);
+	}
+	uint64_t before = dtoh_bytes();
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CHECK(pread(fd, got, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t i = 0; i < bytes; i++)
+		CHECK(got[i] == pattern[i], "byte %zu: %u, want %u", i, got[i], pattern[i]);
+	uint64_t from_device = dtoh_bytes() - before;
+	CHECK(from_device >= (64 - resident) * PAGE,
+	      "%zu pages were not resident but only %llu bytes came from the device", 64 - resident,
+	      (unsigned long long)from_device);
+	/* read() at the descriptor's position too. */
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise");
+	CHECK(lseek(fd, 5 * PAGE + 3, SEEK_SET) == 5 * PAGE + 3, "lseek");
+	CHECK(read(fd, got, 100) == 100, "read");
+	CHECK(memcmp(got, pattern + 5 * PAGE + 3, 100) == 0, "read() bytes");
+	CHECK(lseek(fd, 0, SEEK_CUR) == 5 * PAGE + 103, "the position moved to %lld",
+	      (long long)lseek(fd, 0, SEEK_CUR));
+	free(got);
+	free(pattern);
+}
+
+/* Two devices write overlapping bytes of one page in overlapping epochs:
+ * the higher device wins whatever the order of the syncs. */
+static void case_two_devices(int order)
+{
+	int n = 0;
+	CUDA_OK(cudaGetDeviceCount(&n));
+	CHECK(n >= 2, "needs SIMGPU_DEVICES=2 (have %d)", n);
+	const size_t bytes = 4 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	CUDA_OK(cudaSetDevice(0));
+	launch_write(m, 0, 100, 1, 0, 'A');
+	CUDA_OK(cudaSetDevice(1));
+	launch_write(m, 50, 150, 1, 0, 'B');
+	for (int k = 0; k < 2; k++) {
+		CUDA_OK(cudaSetDevice(order ? 1 - k : k));
+		CUDA_OK(cudaDeviceSynchronize());
+	}
+	for (size_t i = 0; i < 200; i++) {
+		char want = i < 50 ? 'A' : i < 150 ? 'B' : 0;
+		CHECK(m[i] == want, "byte %zu: %c (%d), want %c", i, m[i], m[i], want);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc == 2, "usage: protocol CASE");
+	const char *c = argv[1];
+	CUDA_OK(cudaSetDevice(0));
+	if (!strcmp(c, "launch_sees_cpu"))
+		case_launch_sees_cpu();
+	else if (!strcmp(c, "sync_publishes"))
+		case_sync_publishes();
+	else if (!strcmp(c, "false_sharing"))
+		case_false_sharing();
+	else if (!strcmp(c, "same_byte"))
+		case_same_byte();
+	else if (!strcmp(c, "cpu_store_invisible"))
+		case_cpu_store_invisible();
+	else if (!strcmp(c, "private"))
+		case_private();
+	else if (!strcmp(c, "bytes_moved"))
+		case_bytes_moved();
+	else if (!strcmp(c, "launch_after_launch"))
+		case_launch_after_launch();
+	else if (!strcmp(c, "touch_during_first_launch"))
+		case_touch_during_first_launch();
+	else if (!strcmp(c, "mprotect_writable"))
+		case_mprotect_writable();
+	else if (!strcmp(c, "peer_read"))
+		case_peer_read();
+	else if (!strcmp(c, "two_devices_01"))
+		case_two_devices(0);
+	else if (!strcmp(c, "two_devices_10"))
+		case_two_devices(1);
+	else
+		CHECK(0, "unknown case %s", c);
+	/* The backing asked for is the one used: under vmm the mapping's
+	 * address is device memory to the driver, under managed it is not. */
+	const char *want = getenv("GAIA_BACKING");
+#ifndef __CUDACC__
+	if (want && last_map) {
+		CUDA_OK(cudaSetDevice(0));
+		unsigned type = 0;
+		CUresult r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+						   (CUdeviceptr)(uintptr_t)last_map);
+		bool device = r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
+		CHECK(device == !strcmp(want, "vmm"), "GAIA_BACKING=%s but the mapping is %sdevice memory",
+		      want, device ? "" : "not ");
+	}
+#endif
+	printf("ok %s\n", c);
+	return 0;
+}
