@@ -251,12 +251,12 @@ static int replica_commit(void *rep, uint64_t first, uint64_t npages)
 			"cuMemcpyDtoD (commit)");
 }
 
-static void report_runs(const uint32_t *bitmap, uint64_t first, uint64_t npages,
+static void report_runs(const uint8_t *changed_pages, uint64_t first, uint64_t npages,
 			void (*changed)(uint64_t, uint64_t, void *), void *arg)
 {
 	uint64_t run = 0, run_start = 0;
 	for (uint64_t p = 0; p < npages; p++) {
-		if (bitmap[p / 32] & (1u << (p % 32))) {
+		if (changed_pages[p]) {
 			if (!run)
 				run_start = p;
 			run++;
@@ -271,7 +271,7 @@ static void report_runs(const uint32_t *bitmap, uint64_t first, uint64_t npages,
 
 /* Without the kernel: both copies come to the host (twice the bytes of
  * the pages compared). */
-static int diff_on_host(struct cuda_replica *r, uint64_t first, uint64_t npages, uint32_t *bitmap)
+static int diff_on_host(struct cuda_replica *r, uint64_t first, uint64_t npages, uint8_t *out)
 {
 	enum { BATCH = 256 };
 	uint8_t *buf = malloc(2 * BATCH * PG);
@@ -284,8 +284,7 @@ static int diff_on_host(struct cuda_replica *r, uint64_t first, uint64_t npages,
 		if (!rc)
 			rc = replica_download(r, DEVICE_BASE, first + done, n, buf + BATCH * PG);
 		for (uint64_t i = 0; !rc && i < n; i++)
-			if (memcmp(buf + i * PG, buf + (BATCH + i) * PG, PG))
-				bitmap[(done + i) / 32] |= 1u << ((done + i) % 32);
+			out[done + i] = memcmp(buf + i * PG, buf + (BATCH + i) * PG, PG) != 0;
 	}
 	free(buf);
 	return rc;
@@ -296,31 +295,26 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 {
 	struct cuda_replica *r = rep;
 	pthread_once(&diff_kernel.once, load_diff_kernel);
-	size_t words = (npages + 31) / 32;
-	uint32_t *bitmap = calloc(words, sizeof(*bitmap));
-	if (!bitmap)
+	uint8_t *answer = calloc(npages ? npages : 1, 1);
+	if (!answer)
 		return -ENOMEM;
 	int rc;
 	if (!diff_kernel.fn) {
-		rc = diff_on_host(r, first, npages, bitmap);
+		rc = diff_on_host(r, first, npages, answer);
 	} else {
-		if (words > r->bitmap_words) {
-			if (r->bitmap)
-				drv.mem_free(r->bitmap);
-			r->bitmap = 0;
-			r->bitmap_words = 0;
-			rc = CU_CHECK(drv.mem_alloc(&r->bitmap, words * sizeof(uint32_t)),
-				      "cuMemAlloc (diff bitmap)");
+		if (npages > r->changed_pages) {
+			if (r->changed)
+				drv.mem_free(r->changed);
+			r->changed = 0;
+			r->changed_pages = 0;
+			rc = CU_CHECK(drv.mem_alloc(&r->changed, npages), "cuMemAlloc (diff answer)");
 			if (rc)
 				goto out;
-			r->bitmap_words = words;
+			r->changed_pages = npages;
 		}
-		rc = CU_CHECK(drv.memset_d8(r->bitmap, 0, words * sizeof(uint32_t)), "cuMemsetD8");
-		if (rc)
-			goto out;
 		CUdeviceptr rep_p = addr_of(r, first), base_p = r->base + first * PG;
 		unsigned long long n = npages;
-		void *params[] = {&rep_p, &base_p, &n, &r->bitmap};
+		void *params[] = {&rep_p, &base_p, &n, &r->changed};
 		unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
 		if (blocks > 65535)
 			blocks = 65535;
@@ -329,17 +323,16 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 			      "cuLaunchKernel (diff)");
 		/* The download on the legacy stream waits for the kernel. */
 		if (!rc)
-			rc = CU_CHECK(drv.memcpy_dtoh(bitmap, r->bitmap, words * sizeof(uint32_t)),
-				      "cuMemcpyDtoH (diff bitmap)");
+			rc = CU_CHECK(drv.memcpy_dtoh(answer, r->changed, npages), "cuMemcpyDtoH (diff)");
 		if (!rc) {
-			stats_add(GAIA_STAT_d2h_bytes, words * sizeof(uint32_t));
+			stats_add(GAIA_STAT_d2h_bytes, npages);
 			stats_add(GAIA_STAT_d2h_transfers, 1);
 		}
 	}
 	if (!rc)
-		report_runs(bitmap, first, npages, changed, arg);
+		report_runs(answer, first, npages, changed, arg);
 out:
-	free(bitmap);
+	free(answer);
 	return rc;
 }
 
@@ -517,8 +510,8 @@ void cuda_replica_destroy(struct cuda_replica *r)
 {
 	if (!drv.resolved)
 		return;
-	if (r->bitmap)
-		drv.mem_free(r->bitmap);
+	if (r->changed)
+		drv.mem_free(r->changed);
 	if (r->gather_buf)
 		drv.mem_free(r->gather_buf);
 	if (r->base)

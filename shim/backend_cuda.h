@@ -19,9 +19,9 @@ struct cuda_replica {
 	uintptr_t span_start;
 	size_t span_len;
 	CUmemGenericAllocationHandle handle;
-	/* the diff's per-page answer on the device */
-	CUdeviceptr bitmap;
-	size_t bitmap_words;
+	/* the diff's per-page answer on the device, a byte a page */
+	CUdeviceptr changed;
+	size_t changed_pages;
 	/* a sync's changed pages, their masks and their list, gathered */
 	CUdeviceptr gather_buf;
 	uint64_t gather_capacity;

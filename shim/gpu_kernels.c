@@ -35,7 +35,7 @@ struct diff_args {
 	const unsigned long long *replica;
 	const unsigned long long *base;
 	unsigned long long npages;
-	unsigned int *bitmap;
+	unsigned char *changed;
 };
 
 /* Runs blocks [begin, end) of a diff launch: every thread of a block in
@@ -49,9 +49,7 @@ static void diff_pages_blocks(const void *args, const struct simgpu_launch_dims 
 	for (uint64_t b = begin; b < end; b++) {
 		for (uint64_t t = 0; t < threads; t++) {
 			for (uint64_t p = b * threads + t; p < a->npages; p += stride)
-				if (gaia_diff_one_page(a->replica, a->base, p))
-					__atomic_fetch_or(&a->bitmap[p / 32], 1u << (p % 32),
-							  __ATOMIC_RELAXED);
+				a->changed[p] = (unsigned char)gaia_diff_one_page(a->replica, a->base, p);
 		}
 	}
 }
@@ -90,7 +88,7 @@ static void gaia_gather_changes_host(void)
 static const unsigned diff_offsets[] = {offsetof(struct diff_args, replica),
 					offsetof(struct diff_args, base),
 					offsetof(struct diff_args, npages),
-					offsetof(struct diff_args, bitmap)};
+					offsetof(struct diff_args, changed)};
 static const unsigned diff_sizes[] = {8, 8, 8, 8};
 static const unsigned gather_offsets[] = {
 	offsetof(struct gather_args, replica), offsetof(struct gather_args, base),

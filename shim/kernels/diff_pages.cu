@@ -5,13 +5,12 @@
 
 extern "C" __global__ void gaia_diff_pages(const unsigned long long *replica,
 					   const unsigned long long *base,
-					   unsigned long long npages, unsigned int *bitmap)
+					   unsigned long long npages, unsigned char *changed)
 {
 	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
 	for (unsigned long long p = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
 	     p < npages; p += stride)
-		if (gaia_diff_one_page(replica, base, p))
-			atomicOr(&bitmap[p / 32], 1u << (p % 32));
+		changed[p] = (unsigned char)gaia_diff_one_page(replica, base, p);
 }
 
 extern "C" __global__ void gaia_gather_changes(const unsigned long long *replica,

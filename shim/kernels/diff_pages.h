@@ -16,8 +16,9 @@
 /* Threads per block of the diff launch; each thread compares whole pages. */
 #define GAIA_DIFF_BLOCK 128u
 
-/* Compares page `page` of replica and base; on a difference sets the
- * page's bit in `bitmap` (one bit per page, 32 per word). */
+/* Whether page `page` of the replica differs from its base. The diff
+ * kernel writes the answer as one byte per page: every byte is written,
+ * so the answer needs no clearing beforehand. */
 GAIA_DEVICE_FN int gaia_diff_one_page(const unsigned long long *replica,
 				      const unsigned long long *base, unsigned long long page)
 {
