@@ -109,8 +109,11 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	int rc = tracked ? tracker_register(addr, len) : 0;
 	if (rc) {
 		gaia_log_once(&register_failed_once, GAIA_LOG_WARN,
-			      "cannot track writes to the mapping of %s (%zu bytes): %s; it and "
-			      "mappings like it pass through unmanaged", path, len, strerror(-rc));
+			      "cannot track writes to the mapping of %s (%zu bytes): %s failed: %s; "
+			      "it and mappings like it pass through unmanaged", path, len,
+			      tracker_mode() == TRACKER_UFFD_WP ? "userfaultfd ioctl UFFDIO_REGISTER"
+								: "write tracking",
+			      strerror(-rc));
 		return;
 	}
 	size_t path_len = strlen(path);
@@ -226,8 +229,11 @@ static void collect_one_locked(struct gaia_mapping *m)
 		if (rc) {
 			static int once;
 			gaia_log_once(&once, GAIA_LOG_ERROR,
-				      "collecting written pages of %s failed: %s; treating the "
-				      "whole mapping as written", m->path, strerror(-rc));
+				      "collecting written pages of %s failed: %s: %s; treating the "
+				      "whole mapping as written", m->path,
+				      tracker_mode() == TRACKER_UFFD_WP ? "ioctl PAGEMAP_SCAN"
+									: "read of /proc/self/pagemap",
+				      strerror(-rc));
 			lrc_cpu_wrote(&m->engine, live->items[i].first,
 				      live->items[i].end - live->items[i].first);
 		}

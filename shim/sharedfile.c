@@ -56,29 +56,35 @@ static void table_name(char *buf, size_t size, dev_t dev, ino_t ino)
 		 (unsigned long long)ino);
 }
 
-/* Opens an existing table and checks everything about it before use. */
+/* Opens an existing table and checks everything about it before use: a
+ * table that another user owns, that others may write, that is too small
+ * or whose header does not describe this file is never used. *what names
+ * the failed call or check. */
 static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, size_t *size,
-			 int *fdp)
+			 int *fdp, const char **what)
 {
+	*what = "shm_open";
 	int fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
 	int rc = 0;
 	if (fstat(fd, &st))
-		rc = -errno;
+		*what = "fstat", rc = -errno;
 	else if (st.st_uid != geteuid())
-		rc = -EPERM;
+		*what = "owner check (another user's table)", rc = -EPERM;
 	else if (st.st_mode & 077)
-		rc = -EACCES;
+		*what = "permission check (others may open it)", rc = -EACCES;
 	else if ((size_t)st.st_size < sharedtab_bytes(1))
-		rc = -EBADMSG;
+		*what = "size check (truncated)", rc = -EBADMSG;
 	if (!rc) {
 		*size = (size_t)st.st_size;
+		*what = "mmap";
 		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (*table == MAP_FAILED)
 			rc = -errno;
-		else if ((rc = sharedtab_validate(*table, *size, dev, ino, (uint32_t)geteuid())))
+		else if ((*what = "header check", rc = sharedtab_validate(*table, *size, dev, ino,
+									   (uint32_t)geteuid())))
 			REAL(munmap)(*table, *size);
 	}
 	if (rc)
@@ -89,22 +95,26 @@ static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, s
 }
 
 static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_pages, void **table,
-		      size_t *size, int *fdp)
+		      size_t *size, int *fdp, const char **what)
 {
+	*what = "shm_open (create)";
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	uint64_t capacity = file_pages * 2 > MIN_CAPACITY_PAGES ? file_pages * 2 : MIN_CAPACITY_PAGES;
 	*size = sharedtab_bytes(capacity);
 	int rc = 0;
-	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)*size))
-		rc = -errno;
+	if (fchmod(fd, 0600))
+		*what = "fchmod", rc = -errno;
+	else if (ftruncate(fd, (off_t)*size))
+		*what = "ftruncate", rc = -errno;
 	if (!rc) {
+		*what = "mmap";
 		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (*table == MAP_FAILED)
 			rc = -errno;
-		else
-			rc = sharedtab_format(*table, *size, dev, ino, (uint32_t)geteuid(), capacity);
+		else if ((rc = sharedtab_format(*table, *size, dev, ino, (uint32_t)geteuid(), capacity)))
+			*what = "format";
 	}
 	if (rc) {
 		close(fd);
@@ -168,13 +178,14 @@ struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
 	}
 	table_name(f->name, sizeof(f->name), dev, ino);
 	int rc = -ENOENT;
+	const char *what = "shm_open";
 	/* Another process may be creating it: it formats right after
 	 * creating, so an unformatted table is retried for a moment. */
 	for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
-		rc = open_existing(f->name, dev, ino, &f->table, &f->size, &f->fd);
+		rc = open_existing(f->name, dev, ino, &f->table, &f->size, &f->fd, &what);
 		if (rc == -ENOENT)
-			rc = create_new(f->name, dev, ino, file_pages, &f->table, &f->size, &f->fd);
-		if (!rc && (rc = attach(f))) {
+			rc = create_new(f->name, dev, ino, file_pages, &f->table, &f->size, &f->fd, &what);
+		if (!rc && (what = "flock", rc = attach(f))) {
 			REAL(munmap)(f->table, f->size);
 			close(f->fd);
 		}
@@ -185,9 +196,9 @@ struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
 	}
 	if (rc) {
 		gaia_log_once(&failed_once, GAIA_LOG_WARN,
-			      "shared version table /dev/shm%s not used: %s; versions of this file "
-			      "(and of others with the same problem) stay private to this process",
-			      f->name, strerror(-rc));
+			      "shared version table /dev/shm%s not used: %s: %s; versions of this "
+			      "file (and of others with the same problem) stay private to this "
+			      "process", f->name, what, strerror(-rc));
 		free(f);
 		pthread_mutex_unlock(&files_lock);
 		return NULL;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -35,6 +36,7 @@ static struct {
 	int uffd, pagemap_fd, clear_refs_fd;
 	struct page_region vec[SCAN_VEC_LEN];
 	uint64_t entries[PAGEMAP_CHUNK];
+	char why_not_uffd[160]; /* the failed call, for the warning */
 } tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .pagemap_fd = -1, .clear_refs_fd = -1};
 
 enum tracker_mode tracker_mode(void)
@@ -117,8 +119,17 @@ static int uffd_wp_collect(uintptr_t start, uintptr_t end,
 			.return_mask = PAGE_IS_WRITTEN,
 		};
 		long n = ioctl(tr.pagemap_fd, PAGEMAP_SCAN, &scan);
-		if (n < 0)
-			return -errno;
+		if (n < 0) {
+			/* The caller counts the whole range as written; protect it
+			 * again so that the next collect reports only later writes. */
+			int err = errno;
+			struct uffdio_writeprotect wp = {
+				.range = {.start = start, .len = end - start},
+				.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+			};
+			(void)ioctl(tr.uffd, UFFDIO_WRITEPROTECT, &wp);
+			return -err;
+		}
 		for (long i = 0; report && i < n; i++)
 			fn(tr.vec[i].start, tr.vec[i].end, arg);
 		/* A full vector may have stopped early; a short one never did
@@ -202,18 +213,24 @@ static bool setup_uffd(void)
 {
 	int fd = open_userfaultfd();
 	if (fd < 0) {
+		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
+			 "userfaultfd(2) and /dev/userfaultfd: %s", strerror(-fd));
 		gaia_info("userfaultfd unavailable: %s", strerror(-fd));
 		return false;
 	}
 	struct uffdio_api api = {.api = UFFD_API,
 				 .features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED};
 	if (ioctl(fd, UFFDIO_API, &api)) {
+		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
+			 "userfaultfd ioctl UFFDIO_API (asynchronous write-protect): %s", strerror(errno));
 		gaia_info("userfaultfd: no asynchronous write-protect (UFFDIO_API: %s)", strerror(errno));
 		close(fd);
 		return false;
 	}
 	tr.uffd = fd;
 	if (!probe(TRACKER_UFFD_WP)) {
+		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
+			 "userfaultfd write-protect or ioctl PAGEMAP_SCAN failed its probe");
 		gaia_info("userfaultfd write-protect or PAGEMAP_SCAN failed its probe");
 		close(fd);
 		tr.uffd = -1;
@@ -256,9 +273,11 @@ static int init_locked(void)
 	else if (want != GAIA_DIRTY_TRACKING_UFFD && setup_soft_dirty())
 		tr.mode = TRACKER_SOFT_DIRTY;
 	if (tr.mode == TRACKER_NONE) {
-		gaia_warn("no way to track CPU writes (GAIA_DIRTY_TRACKING=%s; GAIA_LOG=info says "
-			  "why); file mappings pass through unmanaged",
-			  gaia_env_enum_word(GAIA_KNOB_DIRTY_TRACKING, want));
+		gaia_warn("no way to track CPU writes (GAIA_DIRTY_TRACKING=%s): %s; file mappings "
+			  "pass through unmanaged",
+			  gaia_env_enum_word(GAIA_KNOB_DIRTY_TRACKING, want),
+			  want == GAIA_DIRTY_TRACKING_SOFTDIRTY ? "soft-dirty bits unavailable"
+			  : tr.why_not_uffd[0] ? tr.why_not_uffd : "userfaultfd unavailable");
 		return -ENOTSUP;
 	}
 	gaia_info("CPU writes tracked with %s", tracker_mode_name(tr.mode));
