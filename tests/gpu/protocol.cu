@@ -444,6 +444,40 @@ static void case_two_devices(int order)
 	}
 }
 
+/* The file is truncated while a device holds its pages, then kernels write
+ * past the new end: as for CPU stores there, nothing past EOF reaches the
+ * file, the sync neither crashes nor fails, bytes before EOF do reach it,
+ * and when the file grows again the pages read as zeros (the kernel's
+ * behaviour), to the CPU and to the next kernel. */
+static void case_truncated_while_mapped(void)
+{
+	const size_t bytes = 16 * PAGE, kept = 4 * PAGE;
+	int fd = make_file(bytes, 1);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, 1, 0, 7);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[bytes - 1] == 7, "before truncation: %d", m[bytes - 1]);
+	CHECK(ftruncate(fd, kept) == 0, "ftruncate: %s", strerror(errno));
+	launch_write(m, 0, bytes, 1, 0, 9);
+	CUDA_OK(cudaDeviceSynchronize());
+	for (size_t i = 0; i < kept; i += 511)
+		CHECK(m[i] == 9, "byte %zu before EOF: %d, want 9", i, m[i]);
+	CHECK(ftruncate(fd, bytes) == 0, "ftruncate: %s", strerror(errno));
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t i = 0; i < bytes; i += 509)
+		CHECK(buf[i] == (i < kept ? 9 : 0) && m[i] == buf[i], "byte %zu after growing: file %d, mapping %d", i,
+		      buf[i], m[i]);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaMemcpy(buf, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i += 509)
+		CHECK(buf[i] == (i < kept ? 9 : 0), "byte %zu seen by the next kernel: %d", i, buf[i]);
+	CUDA_OK(cudaFree(d));
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2, "usage: protocol CASE");
@@ -471,6 +505,8 @@ int main(int argc, char **argv)
 		case_mprotect_writable();
 	else if (!strcmp(c, "peer_read"))
 		case_peer_read();
+	else if (!strcmp(c, "truncated_while_mapped"))
+		case_truncated_while_mapped();
 	else if (!strcmp(c, "two_devices_01"))
 		case_two_devices(0);
 	else if (!strcmp(c, "two_devices_10"))
