@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -53,6 +54,13 @@ static void print_stats(void)
 		return;
 	int fd = 2;
 	if (strcmp(dest, "1") != 0) {
+		/* A set-user-ID program (secure execution) never writes a file
+		 * named by its caller's environment. */
+		if (getauxval(AT_SECURE)) {
+			gaia_error("GAIA_STATS=%s: ignored in a set-user-ID or set-group-ID "
+				   "program; counters not written", dest);
+			return;
+		}
 		fd = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			gaia_error("GAIA_STATS=%s: cannot open: %s; counters not written", dest,
