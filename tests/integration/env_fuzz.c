@@ -69,22 +69,43 @@ struct outcome {
 	int status;
 };
 
-/* Runs the child with `name` set to `value` (unset when NULL). */
+/* Reads up to size-1 bytes of the file at path into buf (NUL-ended). */
+static size_t slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	size_t n = 0;
+	ssize_t r;
+
+	while (fd >= 0 && n < size - 1 && (r = read(fd, buf + n, size - 1 - n)) > 0)
+		n += (size_t)r;
+	if (fd >= 0)
+		close(fd);
+	buf[n] = 0;
+	return n;
+}
+
+static char capture_dir[PATH_MAX];
+
+/* Runs the child with `name` set to `value` (unset when NULL); its stdout
+ * and stderr go to files (a pipe could fill while the other is read). */
 static int run_child(const char *self, const char *path, const char *name, const char *value, struct outcome *o)
 {
-	int out[2], err[2];
+	char out_path[PATH_MAX + 16], err_path[PATH_MAX + 16];
 	pid_t pid;
 
 	memset(o, 0, sizeof(*o));
-	if (pipe(out) || pipe(err))
-		return -1;
+	snprintf(out_path, sizeof(out_path), "%s/out", capture_dir);
+	snprintf(err_path, sizeof(err_path), "%s/err", capture_dir);
 	pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		close(out[0]), close(err[0]), close(out[1]), close(err[1]);
+		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (out < 0 || err < 0)
+			_exit(127);
+		dup2(out, 1);
+		dup2(err, 2);
 		if (value)
 			setenv(name, value, 1);
 		else
@@ -92,16 +113,10 @@ static int run_child(const char *self, const char *path, const char *name, const
 		execl(self, self, "child", path, (char *)NULL);
 		_exit(127);
 	}
-	close(out[1]), close(err[1]);
-	size_t no = 0, ne = 0;
-	ssize_t n;
-	while ((n = read(out[0], o->out + no, sizeof(o->out) - 1 - no)) > 0)
-		no += (size_t)n;
-	while ((n = read(err[0], o->err + ne, sizeof(o->err) - 1 - ne)) > 0)
-		ne += (size_t)n;
-	close(out[0]), close(err[0]);
 	if (waitpid(pid, &o->status, 0) != pid)
 		return -1;
+	slurp(out_path, o->out, sizeof(o->out));
+	size_t ne = slurp(err_path, o->err, sizeof(o->err));
 	for (size_t i = 0; i < ne; i++)
 		o->lines += o->err[i] == '\n';
 	return 0;
@@ -137,7 +152,7 @@ int main(int argc, char **argv)
 	itest_rng_seed(rng, seed);
 	printf("env_fuzz: seed %" PRIu64 " (ENV_FUZZ_SEED replays)\n", seed);
 	memset(overlong, '7', sizeof(overlong) - 1);
-	if (itest_tempdir(dir, "env_fuzz"))
+	if (itest_tempdir(dir, "env_fuzz") || itest_tempdir(capture_dir, "env_fuzz_out"))
 		return ITEST_FAIL;
 	snprintf(path, sizeof(path), "%s/data", dir);
 
@@ -210,6 +225,7 @@ int main(int argc, char **argv)
 			setenv(name, saved, 1);
 	}
 	itest_remove_tree(dir);
+	itest_remove_tree(capture_dir);
 	printf("env_fuzz: %zu variables, %d runs, %d rejected with one line, %d failures\n",
 	       sizeof(knobs) / sizeof(knobs[0]), runs, rejected, failures);
 	return failures ? ITEST_FAIL : ITEST_PASS;
