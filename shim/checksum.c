@@ -69,14 +69,26 @@ int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 	int reported = 0;
 	for (uint64_t first = 0; first < s->npages; first += CHUNK_PAGES) {
 		uint64_t n = s->npages - first < CHUNK_PAGES ? s->npages - first : CHUNK_PAGES;
-		ssize_t got = pread(fd, buf, n * GAIA_PAGE, (off_t)(file_offset + first * GAIA_PAGE));
-		if (got < 0) {
-			int err = errno;
-			free(buf);
-			return -err;
+		size_t want = n * GAIA_PAGE, got = 0;
+		/* A short read is not the end of the file: only 0 is. */
+		while (got < want) {
+			ssize_t r = pread(fd, buf + got, want - got,
+					  (off_t)(file_offset + first * GAIA_PAGE + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0) {
+				int err = errno;
+				/* Not current: the next call reads everything again. */
+				s->mtime.tv_nsec = -1;
+				free(buf);
+				return -err;
+			}
+			if (r == 0)
+				break;
+			got += (size_t)r;
 		}
-		if ((size_t)got < n * GAIA_PAGE) /* past the end of the file: zeros */
-			memset(buf + got, 0, n * GAIA_PAGE - (size_t)got);
+		if (got < want) /* past the end of the file: zeros */
+			memset(buf + got, 0, want - got);
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t p = first + i;
 			if (wanted && !wanted(p, arg))

@@ -409,10 +409,15 @@ void mapping_acquire_locked(struct gaia_mapping *m)
 		if (rc >= 0 && m->own_changes)
 			memset(m->own_changes, 0, (m->len / GAIA_PAGE + 63) / 64 * sizeof(uint64_t));
 		if (rc < 0) {
+			/* Whatever another writer did is unknown: every page may
+			 * have changed. */
 			static int once;
 			gaia_log_once(&once, GAIA_LOG_WARN,
-				      "checksumming %s failed: %s; changes by writers not under the "
-				      "shim may be missed", m->path, strerror(-rc));
+				      "checksumming %s failed: pread: %s; every page is counted as "
+				      "changed by another writer", m->path, strerror(-rc));
+			for (uint64_t p = 0; p < m->len / GAIA_PAGE; p++)
+				if (page_live(p, &l))
+					learn_checksum_change(p, &l);
 		}
 	}
 	mapping_run_plan_locked(m);

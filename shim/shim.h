@@ -107,13 +107,13 @@ GAIA_HIDDEN void shared_file_after_fork(void);
 struct page_sums;
 GAIA_HIDDEN struct page_sums *page_sums_new(uint64_t npages);
 GAIA_HIDDEN void page_sums_free(struct page_sums *s);
+/* Whether the file behind fd is unchanged (times) since the last pass. */
+GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
 /* When the file behind fd changed (mtime/ctime) since the last call:
  * re-reads the pages of [file_offset, +npages pages) for which wanted()
  * (may be NULL) says yes and calls changed() for each whose checksum
  * moved. The first call only records. Returns the pages reported, or
- * -errno. */
-/* Whether the file behind fd is unchanged (times) since the last pass. */
-GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
+ * -errno (and the next call reads everything again). */
 GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 				  bool (*wanted)(uint64_t page, void *arg),
 				  void (*changed)(uint64_t page, void *arg), void *arg);

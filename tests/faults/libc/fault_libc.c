@@ -17,8 +17,8 @@
  *                "anon" for anonymous mappings; shm_open: its name)
  *   req=R        ioctl only: the request, "uffd_register" or "pagemap_scan"
  *   arg=A        madvise only: the advice number
- *   short=1      pread64/pwrite64 only: transfer half the bytes (at least
- *                one) instead of failing
+ *   short=1      pread64/pwrite64 only: transfer half the bytes (all of
+ *                a one-byte transfer) instead of failing
  * A program can also arm (or re-arm) it at a chosen moment with
  * fault_libc_arm(spec) (found with dlsym), which takes the same string and
  * restarts the count; fault_libc_arm(NULL) disarms it.
@@ -234,7 +234,7 @@ static ssize_t fault_pread(int fd, void *buf, size_t count, off_t offset)
 	struct fault_spec s;
 
 	if (fd_should_fail("pread64", fd, &s))
-		return s.short_io && count > 1 ? NEXT(pread64)(fd, buf, count / 2, offset) : -1;
+		return s.short_io ? NEXT(pread64)(fd, buf, count > 1 ? count / 2 : count, offset) : -1;
 	return NEXT(pread64)(fd, buf, count, offset);
 }
 
@@ -253,7 +253,7 @@ static ssize_t fault_pwrite(int fd, const void *buf, size_t count, off_t offset)
 	struct fault_spec s;
 
 	if (fd_should_fail("pwrite64", fd, &s))
-		return s.short_io && count > 1 ? NEXT(pwrite64)(fd, buf, count / 2, offset) : -1;
+		return s.short_io ? NEXT(pwrite64)(fd, buf, count > 1 ? count / 2 : count, offset) : -1;
 	return NEXT(pwrite64)(fd, buf, count, offset);
 }
 
