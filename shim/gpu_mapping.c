@@ -79,7 +79,7 @@ static void open_store_view(struct gaia_mapping *m)
 	int prot = PROT_READ | (m->exec.writable ? PROT_WRITE : 0);
 	void *v = REAL(mmap)(NULL, m->len, prot, MAP_SHARED, m->fd, (off_t)m->offset);
 	if (v == MAP_FAILED) {
-		gaia_warn("cannot map %s a second time for moving pages to and from devices (%s): "
+		gaia_warn("cannot map %s a second time for moving pages to and from devices (mmap: %s): "
 			  "the program's mapping is used, and the shim's stores count as its writes",
 			  m->path, strerror(errno));
 		return;

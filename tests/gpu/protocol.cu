@@ -5,6 +5,7 @@
  *
  *   protocol CASE        exit 0 when the case holds, 1 with a message if not
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -478,6 +479,41 @@ static void case_truncated_while_mapped(void)
 	free(buf);
 }
 
+/* The shim cannot map the file a second time (mmap fails with ENOMEM,
+ * injected by libfault_libc.so) when the first launch makes the region's
+ * device replica: it says so naming the file and the errno and moves pages
+ * through the program's own mapping; false sharing still merges exactly,
+ * round after round, and the file holds the result. */
+static void case_store_view_unavailable(void)
+{
+	int (*arm)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "fault_libc_arm");
+	if (!arm) {
+		printf("SKIP: needs libfault_libc.so preloaded\n");
+		exit(77);
+	}
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	char spec[300];
+	snprintf(spec, sizeof(spec), "call=mmap,errno=ENOMEM,times=0,path=%s", path);
+	arm(spec);
+	for (int round = 1; round <= 3; round++) {
+		launch_write(m, 0, bytes, 2, 0, (unsigned char)(0x10 + round));
+		for (size_t i = 1; i < bytes; i += 2)
+			m[i] = (unsigned char)(0x80 + round);
+		CUDA_OK(cudaDeviceSynchronize());
+		for (size_t i = 0; i < bytes; i++) {
+			unsigned char want = (unsigned char)(i % 2 ? 0x80 + round : 0x10 + round);
+			CHECK(m[i] == want, "round %d byte %zu: %#x, want %#x", round, i, m[i], want);
+		}
+	}
+	arm(NULL);
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	CHECK(memcmp(buf, m, bytes) == 0, "the file differs from the mapping");
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2, "usage: protocol CASE");
@@ -505,6 +541,8 @@ int main(int argc, char **argv)
 		case_mprotect_writable();
 	else if (!strcmp(c, "peer_read"))
 		case_peer_read();
+	else if (!strcmp(c, "store_view_unavailable"))
+		case_store_view_unavailable();
 	else if (!strcmp(c, "truncated_while_mapped"))
 		case_truncated_while_mapped();
 	else if (!strcmp(c, "two_devices_01"))
