@@ -129,7 +129,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	m->prot = prot;
 	m->flags = flags;
 	m->tracked = tracked;
-	m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	m->fd = gaia_fd_keep(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 	m->exec.cpu = (const uint8_t *)addr;
 	m->exec.cpu_store = (uint8_t *)addr;
 	m->exec.writable = (prot & PROT_WRITE) != 0;
@@ -146,8 +146,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 		pthread_mutex_unlock(&mapping_lock);
 		gaia_warn("cannot manage the mapping of %s at %p: out of memory or overlap; it "
 			  "passes through unmanaged", path, addr);
-		if (m->fd >= 0)
-			close(m->fd);
+		gaia_fd_release(m->fd);
 		lrc_region_destroy(&m->engine);
 		free(m);
 		return;
@@ -192,7 +191,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		REAL(munmap)((void *)m->pad_start, m->pad_len);
 	shared_file_put(m->shared);
 	page_sums_free(m->sums);
-	close(m->fd);
+	gaia_fd_release(m->fd);
 	lrc_plan_free(&m->plan);
 	lrc_region_destroy(&m->engine);
 	free(m);

@@ -90,7 +90,7 @@ static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, s
 	if (rc)
 		close(fd);
 	else
-		*fdp = fd;
+		*fdp = gaia_fd_keep(fd);
 	return rc;
 }
 
@@ -120,7 +120,7 @@ static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_page
 		close(fd);
 		shm_unlink(name);
 	} else {
-		*fdp = fd;
+		*fdp = gaia_fd_keep(fd);
 	}
 	return rc;
 }
@@ -187,7 +187,7 @@ struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
 			rc = create_new(f->name, dev, ino, file_pages, &f->table, &f->size, &f->fd, &what);
 		if (!rc && (what = "flock", rc = attach(f))) {
 			REAL(munmap)(f->table, f->size);
-			close(f->fd);
+			gaia_fd_release(f->fd);
 		}
 		if (rc != -EEXIST && rc != -EBADMSG && rc != -EAGAIN)
 			break;
@@ -227,7 +227,7 @@ void shared_file_put(struct shared_file *f)
 		}
 		REAL(munmap)(f->table, f->size);
 		if (f->fd >= 0) {
-			close(f->fd);
+			gaia_fd_release(f->fd);
 			remove_if_unused(f->name);
 		}
 		free(f);

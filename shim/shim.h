@@ -34,7 +34,8 @@
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                               \
 	X(readv, ssize_t, (int, const struct iovec *, int))                             \
 	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))                     \
-	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))
+	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))                \
+	X(close, int, (int))
 
 struct gaia_real {
 #define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;
@@ -45,6 +46,13 @@ GAIA_HIDDEN extern struct gaia_real gaia_real;
 /* Resolves every real function (once; safe to call from any hook). */
 GAIA_HIDDEN void gaia_real_resolve(void);
 #define REAL(name) (gaia_real.name ? gaia_real.name : (gaia_real_resolve(), gaia_real.name))
+
+/* --- the shim's own descriptors (fdguard.c) --- */
+/* Keeps fd from the program's close/close_range/closefrom, moving it above
+ * stderr first; returns the (possibly new) descriptor, or -1. */
+GAIA_HIDDEN int gaia_fd_keep(int fd);
+/* Stops keeping fd and closes it. */
+GAIA_HIDDEN void gaia_fd_release(int fd);
 
 /* --- the process (process.c) --- */
 /* False in a process cloned from ours without fork() (a simulated

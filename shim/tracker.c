@@ -212,6 +212,8 @@ static bool probe(enum tracker_mode mode)
 static bool setup_uffd(void)
 {
 	int fd = open_userfaultfd();
+	if (fd >= 0 && (fd = gaia_fd_keep(fd)) < 0)
+		fd = -errno;
 	if (fd < 0) {
 		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
 			 "userfaultfd(2) and /dev/userfaultfd: %s", strerror(-fd));
@@ -224,7 +226,7 @@ static bool setup_uffd(void)
 		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
 			 "userfaultfd ioctl UFFDIO_API (asynchronous write-protect): %s", strerror(errno));
 		gaia_info("userfaultfd: no asynchronous write-protect (UFFDIO_API: %s)", strerror(errno));
-		close(fd);
+		gaia_fd_release(fd);
 		return false;
 	}
 	tr.uffd = fd;
@@ -232,7 +234,7 @@ static bool setup_uffd(void)
 		snprintf(tr.why_not_uffd, sizeof(tr.why_not_uffd),
 			 "userfaultfd write-protect or ioctl PAGEMAP_SCAN failed its probe");
 		gaia_info("userfaultfd write-protect or PAGEMAP_SCAN failed its probe");
-		close(fd);
+		gaia_fd_release(fd);
 		tr.uffd = -1;
 		return false;
 	}
@@ -241,14 +243,14 @@ static bool setup_uffd(void)
 
 static bool setup_soft_dirty(void)
 {
-	tr.clear_refs_fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+	tr.clear_refs_fd = gaia_fd_keep(open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC));
 	if (tr.clear_refs_fd < 0) {
 		gaia_info("soft-dirty unavailable: /proc/self/clear_refs: %s", strerror(errno));
 		return false;
 	}
 	if (!probe(TRACKER_SOFT_DIRTY)) {
 		gaia_info("soft-dirty bits failed their probe");
-		close(tr.clear_refs_fd);
+		gaia_fd_release(tr.clear_refs_fd);
 		tr.clear_refs_fd = -1;
 		return false;
 	}
@@ -262,7 +264,7 @@ static int init_locked(void)
 	tr.initialised = true;
 	tr.mode = TRACKER_NONE;
 	int want = gaia_config()->dirty_tracking;
-	tr.pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	tr.pagemap_fd = gaia_fd_keep(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
 	if (tr.pagemap_fd < 0) {
 		gaia_warn("cannot open /proc/self/pagemap: %s; CPU writes cannot be tracked, "
 			  "file mappings pass through unmanaged", strerror(errno));
@@ -343,11 +345,11 @@ int tracker_reinit_after_fork(void)
 	if (tr.mode == TRACKER_NONE)
 		return 0;
 	/* /proc/self resolved to the parent when these were opened. */
-	close(tr.pagemap_fd);
-	tr.pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	gaia_fd_release(tr.pagemap_fd);
+	tr.pagemap_fd = gaia_fd_keep(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
 	if (tr.clear_refs_fd >= 0) {
-		close(tr.clear_refs_fd);
-		tr.clear_refs_fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+		gaia_fd_release(tr.clear_refs_fd);
+		tr.clear_refs_fd = gaia_fd_keep(open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC));
 	}
 	if (tr.pagemap_fd < 0 || (tr.mode == TRACKER_SOFT_DIRTY && tr.clear_refs_fd < 0)) {
 		gaia_warn("after fork: cannot reopen /proc/self/pagemap or clear_refs: %s; this "
@@ -357,7 +359,7 @@ int tracker_reinit_after_fork(void)
 	}
 	if (tr.mode != TRACKER_UFFD_WP)
 		return soft_dirty_clear();
-	close(tr.uffd);
+	gaia_fd_release(tr.uffd);
 	tr.uffd = -1;
 	if (!setup_uffd()) {
 		gaia_warn("after fork: userfaultfd unavailable; this process's file mappings "
