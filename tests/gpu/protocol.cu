@@ -180,11 +180,9 @@ static void case_sync_publishes(void)
 
 /* CPU and kernel write different bytes of the same pages between one
  * launch and its sync: both survive (the false-sharing case). */
-static void case_false_sharing(void)
+/* Three rounds: the kernel writes the even bytes, the CPU the odd ones. */
+static void false_sharing_rounds(unsigned char *m, size_t bytes)
 {
-	const size_t bytes = 8 * PAGE;
-	int fd = make_file(bytes, 0);
-	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
 	for (int round = 1; round <= 3; round++) {
 		launch_write(m, 0, bytes, 2, 0, (unsigned char)(0x10 + round));
 		for (size_t i = 1; i < bytes; i += 2)
@@ -195,6 +193,13 @@ static void case_false_sharing(void)
 			CHECK(m[i] == want, "round %d byte %zu: %#x, want %#x", round, i, m[i], want);
 		}
 	}
+}
+
+static void case_false_sharing(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 0);
+	false_sharing_rounds(map_file(fd, bytes, MAP_SHARED), bytes);
 }
 
 /* Both write the same bytes: the device's write wins (DESIGN §1). */
@@ -497,16 +502,7 @@ static void case_store_view_unavailable(void)
 	char spec[300];
 	snprintf(spec, sizeof(spec), "call=mmap,errno=ENOMEM,times=0,path=%s", path);
 	arm(spec);
-	for (int round = 1; round <= 3; round++) {
-		launch_write(m, 0, bytes, 2, 0, (unsigned char)(0x10 + round));
-		for (size_t i = 1; i < bytes; i += 2)
-			m[i] = (unsigned char)(0x80 + round);
-		CUDA_OK(cudaDeviceSynchronize());
-		for (size_t i = 0; i < bytes; i++) {
-			unsigned char want = (unsigned char)(i % 2 ? 0x80 + round : 0x10 + round);
-			CHECK(m[i] == want, "round %d byte %zu: %#x, want %#x", round, i, m[i], want);
-		}
-	}
+	false_sharing_rounds(m, bytes);
 	arm(NULL);
 	unsigned char *buf = (unsigned char *)malloc(bytes);
 	CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));

@@ -104,6 +104,20 @@ static int data_file(const char *name, size_t size, char *path, size_t path_size
 	return fd;
 }
 
+/* A data file of `size` bytes mapped `len` bytes read-write with `flags`;
+ * the case's first transcript line; NULL when mmap failed. */
+static char *mapped_file(const char *name, size_t size, size_t len, int flags, int *fd)
+{
+	char path[PATH_MAX + 32];
+	*fd = data_file(name, size, path, sizeof(path));
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, *fd, 0);
+	map_result(name, m);
+	if (m == MAP_FAILED)
+		return NULL;
+	expect_managed(name, m, len);
+	return m;
+}
+
 static void case_pipe(void)
 {
 	int p[2];
@@ -236,13 +250,10 @@ static void case_deleted(void)
 
 static void case_truncated(void)
 {
-	char path[PATH_MAX + 32];
-	int fd = data_file("truncated", PAGES * PG, path, sizeof(path));
-	char *m = mmap(NULL, PAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	map_result("truncated", m);
-	if (m == MAP_FAILED)
+	int fd;
+	char *m = mapped_file("truncated", PAGES * PG, PAGES * PG, MAP_SHARED, &fd);
+	if (!m)
 		return;
-	expect_managed("truncated", m, PAGES * PG);
 	m[PG] = 'T';
 	int rc = ftruncate(fd, 3 * PG + 100);
 	printf("truncated: ftruncate %d; in the last page past EOF %d; next page %d; write far %d; before %d\n", rc,
@@ -263,13 +274,10 @@ static void case_truncated(void)
 
 static void case_short_file(void)
 {
-	char path[PATH_MAX + 32];
-	int fd = data_file("short", PG + 10, path, sizeof(path));
-	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	map_result("short_file", m);
-	if (m == MAP_FAILED)
+	int fd;
+	char *m = mapped_file("short_file", PG + 10, 4 * PG, MAP_SHARED, &fd);
+	if (!m)
 		return;
-	expect_managed("short_file", m, 4 * PG);
 	printf("short_file: byte 4101 %d, byte 4200 %d, page 2 %d, write page 3 %d\n", touch(m + PG + 5, false),
 	       touch(m + PG + 104, false), touch(m + 2 * PG, false), touch(m + 3 * PG, true));
 	m[PG + 200] = 'q'; /* past EOF inside the last page: never reaches the file */
@@ -288,13 +296,10 @@ static void case_short_file(void)
  * follow the file, the page it wrote keeps its own copy. */
 static void case_private_then_pwrite(void)
 {
-	char path[PATH_MAX + 32];
-	int fd = data_file("private", PAGES * PG, path, sizeof(path));
-	char *m = mmap(NULL, PAGES * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	map_result("private", m);
-	if (m == MAP_FAILED)
+	int fd;
+	char *m = mapped_file("private", PAGES * PG, PAGES * PG, MAP_PRIVATE, &fd);
+	if (!m)
 		return;
-	expect_managed("private", m, PAGES * PG);
 	volatile char c = m[0];
 	(void)c;
 	m[PG + 1] = 'p';
