@@ -16,6 +16,9 @@ BUILD      ?= build
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxhash-dev libpng-dev
+# Programs the tests run under the shim (tests/apps): without them those
+# tests skip, saying what to install.
+TEST_DEB_PACKAGES := git python3
 
 .PHONY: all deps configure demo test test-asan test-tsan bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic clean
 
@@ -47,6 +50,7 @@ endef
 
 deps:
 	$(call install-debs,$(DEB_PACKAGES),required)
+	$(call install-debs,$(TEST_DEB_PACKAGES),optional)
 
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_ARGS)
