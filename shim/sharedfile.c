@@ -13,12 +13,15 @@
  * uses it. A process that takes the shared lock checks that the name still
  * names the object it opened, so nobody is left on a removed table while
  * others create a new one. A table all of whose users were killed stays in
- * /dev/shm (gaia-v1-*) until the next process that uses it stops.
+ * /dev/shm (gaia-v1-*) until the next process that uses it stops. A new
+ * table appears under its name only once formatted (create_new).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,15 +97,48 @@ static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, s
 	return rc;
 }
 
+/* Removes "<name>.new-<pid>" objects of creators that died between
+ * creating and publishing a table (see create_new). */
+static void remove_abandoned(const char *name)
+{
+	char prefix[128];
+	int len = snprintf(prefix, sizeof(prefix), "%s.new-", name + 1);
+	DIR *d = opendir("/dev/shm");
+	for (struct dirent *e; d && len > 0 && (e = readdir(d));) {
+		if (strncmp(e->d_name, prefix, (size_t)len) != 0)
+			continue;
+		long pid = strtol(e->d_name + len, NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) {
+			char victim[300];
+			snprintf(victim, sizeof(victim), "/%s", e->d_name);
+			shm_unlink(victim);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Creates, formats and only then publishes a table: under a name of this
+ * process's own, renamed into place without replacing (so a process
+ * killed half-way never leaves an unformatted table where others would
+ * find it and fall back to private versions for good). -EEXIST when
+ * another process published one first. */
 static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_pages, void **table,
 		      size_t *size, int *fdp, const char **what)
 {
+	char tmp[128], from[160], to[160];
+	snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
+	snprintf(from, sizeof(from), "/dev/shm%s", tmp);
+	snprintf(to, sizeof(to), "/dev/shm%s", name);
+	remove_abandoned(name);
+	shm_unlink(tmp); /* ours from before an exec */
 	*what = "shm_open (create)";
-	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	uint64_t capacity = file_pages * 2 > MIN_CAPACITY_PAGES ? file_pages * 2 : MIN_CAPACITY_PAGES;
 	*size = sharedtab_bytes(capacity);
+	*table = MAP_FAILED;
 	int rc = 0;
 	if (fchmod(fd, 0600))
 		*what = "fchmod", rc = -errno;
@@ -115,10 +151,14 @@ static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_page
 			rc = -errno;
 		else if ((rc = sharedtab_format(*table, *size, dev, ino, (uint32_t)geteuid(), capacity)))
 			*what = "format";
+		else if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+			*what = "rename into /dev/shm", rc = -errno;
 	}
 	if (rc) {
+		if (*table != MAP_FAILED)
+			REAL(munmap)(*table, *size);
 		close(fd);
-		shm_unlink(name);
+		shm_unlink(tmp);
 	} else {
 		*fdp = gaia_fd_keep(fd);
 	}

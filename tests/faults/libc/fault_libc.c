@@ -19,6 +19,8 @@
  *   arg=A        madvise only: the advice number
  *   short=1      pread64/pwrite64 only: transfer half the bytes (all of
  *                a one-byte transfer) instead of failing
+ *   delay_ms=N   do not fail: sleep N ms, then make the call (a window in
+ *                which a test can kill the process)
  * A program can also arm (or re-arm) it at a chosen moment with
  * fault_libc_arm(spec) (found with dlsym), which takes the same string and
  * restarts the count; fault_libc_arm(NULL) disarms it.
@@ -42,6 +44,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fault_spec {
@@ -52,6 +55,7 @@ struct fault_spec {
 	char req[32];
 	long arg;
 	bool short_io;
+	unsigned long delay_ms;
 };
 
 static struct fault_spec spec;
@@ -125,6 +129,10 @@ static void parse_spec(const char *env)
 			spec.arg = strtol(v, &end, 10);
 			if (*end || !*v)
 				die(k, v);
+		} else if (!strcmp(k, "delay_ms")) {
+			spec.delay_ms = strtoul(v, &end, 10);
+			if (*end || !*v)
+				die(k, v);
 		} else if (!strcmp(k, "short")) {
 			spec.short_io = strcmp(v, "0") != 0;
 		} else {
@@ -192,10 +200,18 @@ static bool should_fail_as(const struct fault_spec *s, const char *call, const c
 	pthread_mutex_unlock(&lock);
 	if (fail) {
 		char line[512];
-		int len = snprintf(line, sizeof(line), "fault_libc: %s #%lu on %s: injected %s%s\n", call, n,
-				   path ? path : "-", s->short_io ? "short transfer, " : "", errno_name(s->err));
+		int len = s->delay_ms ? snprintf(line, sizeof(line), "fault_libc: %s #%lu on %s: delayed %lu ms\n", call,
+						 n, path ? path : "-", s->delay_ms)
+				      : snprintf(line, sizeof(line), "fault_libc: %s #%lu on %s: injected %s%s\n", call,
+						 n, path ? path : "-", s->short_io ? "short transfer, " : "",
+						 errno_name(s->err));
 		if (len > 0)
 			(void)!syscall(SYS_write, 2, line, (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+		if (s->delay_ms) {
+			struct timespec ts = {(time_t)(s->delay_ms / 1000), (long)(s->delay_ms % 1000) * 1000000};
+			nanosleep(&ts, NULL);
+			return false;
+		}
 		errno = s->err;
 	}
 	return fail;

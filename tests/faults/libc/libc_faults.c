@@ -17,10 +17,12 @@
  * the checks can read the shim's messages. */
 #include "itest.h"
 
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #define PAGES 16
 #define PATHBUF (PATH_MAX + 32)
@@ -493,6 +495,47 @@ static int case_checksum_errors(void)
 	return ITEST_PASS;
 }
 
+/* A process killed while it creates a file's version table (here: while
+ * it maps the new table, held there by a delay) must not leave a table
+ * that others cannot use: the next process under the shim shares versions
+ * through a valid table, without a warning, and nothing half-made stays
+ * in /dev/shm. */
+static int case_killed_creating_table(void)
+{
+	char path[PATHBUF];
+	int fd = make_file("data", path, sizeof(path));
+	CHECK(fd >= 0, "make_file: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid == 0) {
+		arm("call=mmap,path=/dev/shm/gaia-v1-,delay_ms=10000");
+		map_file(fd);
+		_exit(0);
+	}
+	struct timespec pause = {0, 300 * 1000 * 1000};
+	nanosleep(&pause, NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(log_has("delayed", NULL), "the child was not held while creating the table");
+
+	char *map = map_file(fd);
+	CHECK(map && managed(map), "not managed");
+	struct stat st;
+	char table[128];
+	fstat(fd, &st);
+	snprintf(table, sizeof(table), "/dev/shm/gaia-v1-%u-%llx-%llx", (unsigned)geteuid(),
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	CHECK(access(table, F_OK) == 0, "no table %s", table);
+	CHECK(!log_has("not used", NULL), "the table was not usable after the kill");
+	DIR *d = opendir("/dev/shm");
+	int half_made = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		half_made += strstr(e->d_name, ".new-") != NULL && strncmp(e->d_name, table + 9, strlen(table + 9)) == 0;
+	if (d)
+		closedir(d);
+	CHECK(half_made == 0, "%d half-made tables left in /dev/shm", half_made);
+	return ITEST_PASS;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(void);
@@ -509,6 +552,7 @@ static const struct {
 	{"populate", case_populate, true},
 	{"read_errors", case_read_errors, true},
 	{"checksum_errors", case_checksum_errors, true},
+	{"killed_creating_table", case_killed_creating_table, true},
 	{"sigbus", case_sigbus, false},
 };
 
