@@ -3,6 +3,8 @@
 #   make demo       build and run the main demo
 #   make test       build and run every test (CTest)
 #   make test-asan  every test under ASan+UBSan; make test-tsan under TSan
+#   make soak       the stress test for SOAK_SECONDS (600) and SOAK_KILL9_TRIALS
+#                   (5000) kill -9 trials, in build/
 #   make bench      run every benchmark
 #   make bench-engine   the engine benchmarks (merge, versions, release/acquire)
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
@@ -20,7 +22,7 @@ DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxh
 # tests skip, saying what to install.
 TEST_DEB_PACKAGES := git python3
 
-.PHONY: all deps configure demo test test-asan test-tsan bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic clean
+.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -80,6 +82,16 @@ test-tsan: deps
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DGAIA_SANITIZE=thread $(CMAKE_ARGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS)
+
+# The stress and kill -9 tests of `make test`, far longer. Their own
+# watchdog and deadline bound them; CTest's timeout is a backstop.
+SOAK_SECONDS ?= 600
+SOAK_KILL9_TRIALS ?= 5000
+soak: all
+	@cd $(BUILD) && { STRESS_SECONDS=$(SOAK_SECONDS) KILL9_TRIALS=$(SOAK_KILL9_TRIALS) \
+	  ctest --output-on-failure -V -R '^(stress/lanes|kill9/trials)$$' >soak.log 2>&1; rc=$$?; \
+	  grep -E '^[0-9]+: (stress|kill9):|tests passed|Failed' soak.log; \
+	  echo "soak: full output in $(BUILD)/soak.log"; exit $$rc; }
 
 bench: bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic
 
