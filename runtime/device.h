@@ -84,9 +84,12 @@ struct device_exec {
 
 /* Carries out every action of the plan in order, then resets the plan.
  * Actions for devices without a replica are an error (-ENODEV): the
- * caller must only involve devices that have one. 0 or -errno (the first
- * failure; later actions are still attempted so no device is left with
- * half an epoch). */
+ * caller must only involve devices that have one. A failed action is
+ * tried once more; a diff that fails twice counts its whole range as
+ * changed; a merge into the CPU that fails twice holds back the commits
+ * of its pages (the next sync's diff finds those changes again). 0 or
+ * -errno (the first failure that remained; later actions are still
+ * attempted so no device is left with half an epoch). */
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
 
 /* Forgets every protect record of device d (its replica went away). */

@@ -395,25 +395,102 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 	return 0;
 }
 
+/* Merges that failed in this run: the commits of their pages are held
+ * back, so the device keeps those changes against its base and the next
+ * sync's diff finds them again (a commit would make them the base and
+ * lose them). */
+#define FAILED_MERGES_MAX 16
+struct failed_merges {
+	size_t count;
+	struct {
+		int dev;
+		uint64_t first, end;
+	} r[FAILED_MERGES_MAX];
+	bool all[TSVT_MAX_DEVICES]; /* more than fit: every commit of the device waits */
+};
+
+static void note_failed_merge(struct failed_merges *f, const struct lrc_action *a)
+{
+	if (f->count == FAILED_MERGES_MAX) {
+		f->all[a->dev] = true;
+		return;
+	}
+	f->r[f->count].dev = a->dev;
+	f->r[f->count].first = a->first;
+	f->r[f->count].end = a->first + a->npages;
+	f->count++;
+}
+
+/* Commits the parts of `a` no failed merge covers. */
+static int commit_around(struct device_exec *x, struct lrc_region *engine, const struct lrc_action *a,
+			 const struct failed_merges *f)
+{
+	if (f->all[a->dev])
+		return 0;
+	uint64_t p = a->first, end = a->first + a->npages;
+	int first_rc = 0;
+	while (p < end) {
+		/* The next failed page at or after p, and where its range ends. */
+		uint64_t hole = end, hole_end = end;
+		for (size_t i = 0; i < f->count; i++)
+			if (f->r[i].dev == a->dev && f->r[i].end > p && f->r[i].first < hole) {
+				hole = f->r[i].first > p ? f->r[i].first : p;
+				hole_end = f->r[i].end < end ? f->r[i].end : end;
+			}
+		if (hole > p) {
+			struct lrc_action part = *a;
+			part.first = p;
+			part.npages = hole - p;
+			int rc = run_action(x, engine, &part);
+			if (rc && !first_rc)
+				first_rc = rc;
+		}
+		p = hole_end > hole ? hole_end : hole;
+	}
+	return first_rc;
+}
+
+/* Every action is tried twice before it counts as failed (a transient
+ * driver error costs a retry, not data). A diff that still fails counts
+ * every page of its range as changed, so the merge compares them all; a
+ * gather that fails gives way to page-by-page merges; a merge that still
+ * fails holds back its pages' commits (failed_merges) and is reported. */
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
 {
 	int first_rc = 0;
+	bool gather_failed = false;
+	struct failed_merges failed = {0};
 	for (size_t i = 0; i < plan->count; i++) {
 		const struct lrc_action *act = &plan->items[i];
-		if (act->kind == LRC_MERGE_TO_CPU) {
+		if (act->kind == LRC_MERGE_TO_CPU && !gather_failed) {
 			size_t j = i + 1;
 			while (j < plan->count && plan->items[j].kind == LRC_MERGE_TO_CPU &&
 			       plan->items[j].dev == act->dev)
 				j++;
 			int rc = merge_gathered(x, act, j - i);
-			if (rc != -ENOTSUP) {
-				if (rc && !first_rc)
-					first_rc = rc;
+			if (rc == 0) {
 				i = j - 1;
 				continue;
 			}
+			/* Page by page from here (a gather that failed half-way
+			 * stored some bytes already: merging again stores the
+			 * same ones). */
+			gather_failed = rc != -ENOTSUP;
 		}
-		int rc = run_action(x, engine, act);
+		int rc;
+		if (act->kind == LRC_COMMIT && (failed.count || failed.all[act->dev])) {
+			rc = commit_around(x, engine, act, &failed);
+		} else {
+			rc = run_action(x, engine, act);
+			if (rc && rc != -ENODEV && rc != -EINVAL)
+				rc = run_action(x, engine, act);
+		}
+		if (rc && act->kind == LRC_DIFF) {
+			lrc_device_wrote(engine, act->dev, act->first, act->npages);
+			rc = 0;
+		}
+		if (rc && act->kind == LRC_MERGE_TO_CPU)
+			note_failed_merge(&failed, act);
 		if (rc && !first_rc)
 			first_rc = rc;
 	}

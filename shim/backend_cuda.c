@@ -137,8 +137,18 @@ static int cu_errno(CUresult rc)
 int cuda_current_device(void)
 {
 	CUdevice dev;
-	if (!cuda_backend_ready() || drv.ctx_get_device(&dev) != CUDA_SUCCESS)
+	if (!cuda_backend_ready())
 		return -1;
+	/* No context is not an error; a failure is tried once more: a launch
+	 * or sync that cannot name its device cannot move its pages. */
+	CUresult rc = drv.ctx_get_device(&dev);
+	if (rc == CUDA_ERROR_INVALID_CONTEXT)
+		return -1;
+	if (rc != CUDA_SUCCESS) {
+		(void)CU_CHECK(rc, "cuCtxGetDevice (tried again)");
+		if (CU_CHECK(drv.ctx_get_device(&dev), "cuCtxGetDevice"))
+			return -1;
+	}
 	return (int)dev;
 }
 
@@ -304,7 +314,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	} else {
 		if (npages > r->changed_pages) {
 			if (r->changed)
-				drv.mem_free(r->changed);
+				(void)CU_CHECK(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 			r->changed = 0;
 			r->changed_pages = 0;
 			rc = CU_CHECK(drv.mem_alloc(&r->changed, npages), "cuMemAlloc (diff answer)");
@@ -347,7 +357,7 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 		return -ENOTSUP;
 	if (npages > r->gather_capacity) {
 		if (r->gather_buf)
-			drv.mem_free(r->gather_buf);
+			(void)CU_CHECK(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
 		r->gather_buf = 0;
 		r->gather_capacity = 0;
 		int rc = CU_CHECK(drv.mem_alloc(&r->gather_buf, npages * (PG + PG / 8 + 8)),
@@ -407,7 +417,7 @@ static int create_managed(struct cuda_replica *r, bool writable)
 		return rc;
 	rc = alloc_base(r, writable);
 	if (rc) {
-		drv.mem_free(r->dptr);
+		(void)CU_CHECK(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
 		r->dptr = 0;
 	}
 	return rc;
@@ -420,7 +430,8 @@ size_t cuda_vmm_granularity(int device)
 	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
 				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
 	size_t g = 0;
-	if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+	if (CU_CHECK(drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+		     "cuMemGetAllocationGranularity"))
 		return 0;
 	return g;
 }
@@ -438,7 +449,7 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 		return rc;
 	if (got != (CUdeviceptr)span_start) {
 		/* The address is only a hint: the driver chose another. */
-		drv.address_free(got, span_len);
+		(void)CU_CHECK(drv.address_free(got, span_len), "cuMemAddressFree (freeing device memory)");
 		return -EADDRINUSE;
 	}
 	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -457,11 +468,11 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 	r->span_len = span_len;
 	return 0;
 unmap:
-	drv.mem_unmap((CUdeviceptr)span_start, span_len);
+	(void)CU_CHECK(drv.mem_unmap((CUdeviceptr)span_start, span_len), "cuMemUnmap (freeing device memory)");
 release:
-	drv.mem_release(r->handle);
+	(void)CU_CHECK(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
 free_va:
-	drv.address_free((CUdeviceptr)span_start, span_len);
+	(void)CU_CHECK(drv.address_free((CUdeviceptr)span_start, span_len), "cuMemAddressFree (freeing device memory)");
 	return rc;
 }
 
@@ -501,8 +512,9 @@ void cuda_replica_prefetch(struct cuda_replica *r)
 	/* Uploads through the host window left blocks on the host; move them
 	 * in bulk instead of one fault each in the kernel. */
 	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
-	if (drv.prefetch(r->dptr, r->len, loc, 0, NULL) == CUDA_SUCCESS)
-		drv.stream_synchronize(NULL);
+	/* Only a hint: without it the pages move on demand. */
+	if (!CU_CHECK(drv.prefetch(r->dptr, r->len, loc, 0, NULL), "cuMemPrefetchAsync (a hint)"))
+		(void)CU_CHECK(drv.stream_synchronize(NULL), "cuStreamSynchronize (after a prefetch)");
 	r->dirty_since_prefetch = false;
 }
 
@@ -511,17 +523,17 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	if (!drv.resolved)
 		return;
 	if (r->changed)
-		drv.mem_free(r->changed);
+		(void)CU_CHECK(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)
-		drv.mem_free(r->gather_buf);
+		(void)CU_CHECK(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
 	if (r->base)
-		drv.mem_free(r->base);
+		(void)CU_CHECK(drv.mem_free(r->base), "cuMemFree (freeing device memory)");
 	if (r->backing == GAIA_BACKING_MANAGED && r->dptr)
-		drv.mem_free(r->dptr);
+		(void)CU_CHECK(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
 	if (r->backing == GAIA_BACKING_VMM && r->span_len) {
-		drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len);
-		drv.mem_release(r->handle);
-		drv.address_free((CUdeviceptr)r->span_start, r->span_len);
+		(void)CU_CHECK(drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len), "cuMemUnmap (freeing device memory)");
+		(void)CU_CHECK(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
+		(void)CU_CHECK(drv.address_free((CUdeviceptr)r->span_start, r->span_len), "cuMemAddressFree (freeing device memory)");
 	}
 	memset(r, 0, sizeof(*r));
 }

@@ -461,7 +461,7 @@ static struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, 
 			return CUDA_ERROR_NOT_INITIALIZED;                   \
 		gpu_hook_depth++;                                            \
 		gpu_launch_prepare(&l);                                      \
-		rc_ = (call);                                                \
+		rc_ = l.error ? l.error : (call);                            \
 		gpu_launch_done(&l, rc_);                                    \
 		gpu_hook_depth--;                                            \
 		return rc_;                                                  \
@@ -578,8 +578,11 @@ GAIA_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream
 			return (call);                                       \
 		gpu_hook_depth++;                                            \
 		rc_ = (call);                                                \
-		if (is_sync)                                                 \
-			gpu_after_sync((kind), rc_);                         \
+		if (is_sync) {                                               \
+			CUresult g_ = gpu_after_sync((kind), rc_);           \
+			if (rc_ == CUDA_SUCCESS)                             \
+				rc_ = g_;                                    \
+		}                                                            \
 		gpu_hook_depth--;                                            \
 		return rc_;                                                  \
 	} while (0)
@@ -781,7 +784,18 @@ static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, c
 	l = launch_info(GPU_FUNC_RUNTIME, func, (CUstream)stream, pt, args, NULL);
 	gpu_hook_depth++;
 	gpu_launch_prepare(&l);
-	e = real(func, grid, block, l.fwd_params, smem, stream);
+	if (l.error) {
+		/* Refused (the region could not be brought to the device). The
+		 * runtime must record an error for cudaGetLastError, and has no
+		 * call that sets one: an empty grid makes it record
+		 * cudaErrorInvalidConfiguration, and launches nothing. */
+		dim3 none = {0, 0, 0};
+		e = real(func, none, block, l.fwd_params, smem, stream);
+		if (e == cudaSuccess)
+			e = cudaErrorUnknown;
+	} else {
+		e = real(func, grid, block, l.fwd_params, smem, stream);
+	}
 	gpu_launch_done(&l, runtime_rc(e));
 	gpu_hook_depth--;
 	return e;
@@ -809,8 +823,9 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 g
 			return (call);                                       \
 		gpu_hook_depth++;                                            \
 		e_ = (call);                                                 \
-		if (is_sync)                                                 \
-			gpu_after_sync((kind), runtime_rc(e_));              \
+		if (is_sync && gpu_after_sync((kind), runtime_rc(e_)) &&     \
+		    e_ == cudaSuccess)                                       \
+			e_ = cudaErrorUnknown;                               \
 		gpu_hook_depth--;                                            \
 		return e_;                                                   \
 	} while (0)

@@ -187,6 +187,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	L->fwd_extra = L->extra;
 	L->scratch = NULL;
 	L->device = -1;
+	L->error = CUDA_SUCCESS;
 	if (!mapping_any())
 		return;
 	gaia_in_shim++;
@@ -220,6 +221,10 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	bool all = !known;
 	struct gpu_translation tr[MAX_TRANSLATIONS];
 	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS);
+	if (ntr < 0) {
+		L->error = ntr == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+		ntr = 0;
+	}
 	gaia_debug("launch on device %d: %zu pointer-sized arguments%s, %d regions translated",
 		   L->device, nvalues, all ? " (every region acquired)" : "", ntr);
 	if (ntr > 0 && known) {
@@ -239,16 +244,17 @@ void gpu_launch_done(struct gpu_launch *L, CUresult rc)
 	L->scratch = NULL;
 }
 
-void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
+CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 {
 	if (rc != CUDA_SUCCESS)
-		return;
+		return CUDA_SUCCESS;
 	stats_add(GAIA_STAT_host_syncs, 1);
 	if (!mapping_any())
-		return;
+		return CUDA_SUCCESS;
 	gaia_in_shim++;
-	gpu_mappings_sync(cuda_current_device(), kind == GPU_SYNC_CONTEXT);
+	int failed = gpu_mappings_sync(cuda_current_device(), kind == GPU_SYNC_CONTEXT);
 	gaia_in_shim--;
+	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
 
 void gpu_before_driver_init(void)

@@ -55,12 +55,16 @@ struct gpu_launch {
 	/* private to gpu.c */
 	void *scratch;
 	int device;
+	/* out: not CUDA_SUCCESS when the launch must not run (a region could
+	 * not be brought to the device); the wrapper returns it instead */
+	CUresult error;
 };
 
 /* Before the real launch: the CPU's release, then the current context's
  * device acquires every managed region (uploads and rebases done, in
- * stream order). Sets fwd_params/fwd_extra. Never fails the launch: a
- * region that cannot get a device replica is logged and left out. */
+ * stream order). Sets fwd_params/fwd_extra. A region that cannot get a
+ * device replica is logged and left out; one whose upload failed sets
+ * `error`, and the launch is not made. */
 GAIA_HIDDEN void gpu_launch_prepare(struct gpu_launch *launch);
 /* After the real launch returned rc: frees what prepare allocated. */
 GAIA_HIDDEN void gpu_launch_done(struct gpu_launch *launch, CUresult rc);
@@ -71,7 +75,7 @@ GAIA_HIDDEN void gpu_launch_done(struct gpu_launch *launch, CUresult rc);
  * the device, merged into the CPU replica in place), then the CPU
  * acquires. */
 enum gpu_sync_kind { GPU_SYNC_CONTEXT, GPU_SYNC_STREAM, GPU_SYNC_EVENT, GPU_SYNC_COPY };
-GAIA_HIDDEN void gpu_after_sync(enum gpu_sync_kind kind, CUresult rc);
+GAIA_HIDDEN CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc);
 
 /* The real cuInit is about to run (called once per process, before it):
  * the protocol registers what must exist before the driver starts. */

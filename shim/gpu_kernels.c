@@ -126,6 +126,6 @@ void gpu_kernels_register(void)
 	if (!rc)
 		rc = reg(&gather);
 	if (rc)
-		gaia_warn("cannot register the shim's kernels with the simulated GPU (%d): syncs "
-			  "compare pages on the host", rc);
+		gaia_warn("simgpu_register_kernel failed (%d): the shim's kernels are not on the "
+			  "simulated GPU, syncs compare pages on the host", rc);
 }

@@ -139,7 +139,7 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 	return true;
 }
 
-static void device_release_locked(struct gaia_mapping *m, int dev);
+static int device_release_locked(struct gaia_mapping *m, int dev);
 
 bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 {
@@ -254,6 +254,7 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 			struct gpu_translation *out, size_t out_capacity)
 {
 	size_t nout = 0;
+	int failed = 0;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !cuda_backend_ready())
 		return 0;
 	uint64_t t0 = now_ns();
@@ -270,6 +271,7 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		struct cuda_replica *r = m->replicas[dev];
 		m->exec.valid_pages = file_valid_pages(m);
 		uint64_t before = m->exec.uploaded_pages;
+		bool had_epoch = m->engine.epoch_open[dev];
 		int rc = lrc_launch(&m->engine, dev, &m->plan);
 		/* Kernels launched earlier may still read these pages: they must
 		 * not see bytes from after their own launch. */
@@ -281,9 +283,23 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		for (size_t i = 0; i < m->plan.count; i++)
 			if (m->plan.items[i].kind == LRC_PUBLISH)
 				stats_add(GAIA_STAT_cpu_dirty_pages, m->plan.items[i].npages);
-		mapping_run_plan_locked(m);
+		int moved = mapping_run_plan_locked(m);
 		if (rc)
 			gaia_error("acquire of %s by device %d failed: %s", m->path, dev, strerror(-rc));
+		if (moved) {
+			/* The device's copy is not what the kernel must see: the
+			 * launch is refused. With no unsynced kernel writes on it,
+			 * the device forgets the region and uploads it whole next
+			 * time; with some, their pages stay (README, limits). */
+			gaia_error("uploading %s to device %d failed: %s; the launch is refused", m->path,
+				   dev, strerror(-moved));
+			if (!had_epoch) {
+				lrc_device_forget(&m->engine, dev, &m->plan);
+				mapping_run_plan_locked(m);
+			}
+			if (!failed)
+				failed = moved;
+		}
 		if (m->exec.uploaded_pages != before)
 			cuda_replica_prefetch(r);
 		if (r->backing == GAIA_BACKING_MANAGED && nout < out_capacity)
@@ -292,12 +308,15 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	device_busy[dev] = true;
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
-	return (int)nout;
+	return failed ? failed : (int)nout;
 }
 
 /* --- sync --- */
 
-static void device_release_locked(struct gaia_mapping *m, int dev)
+/* The device's release at a sync: 0, or -errno when some of its changes
+ * could not be brought to the CPU (they stay on the device, uncommitted,
+ * for the next sync; the program's sync reports the failure). */
+static int device_release_locked(struct gaia_mapping *m, int dev)
 {
 	uint64_t merged_before = m->exec.merged_pages;
 	m->exec.valid_pages = file_valid_pages(m);
@@ -309,17 +328,23 @@ static void device_release_locked(struct gaia_mapping *m, int dev)
 	for (size_t i = 0; i < m->plan.count; i++)
 		if (m->plan.items[i].kind == LRC_MERGE_TO_CPU)
 			dirty += m->plan.items[i].npages;
-	mapping_run_plan_locked(m);
+	int moved = mapping_run_plan_locked(m);
 	if (rc)
 		gaia_error("release of %s by device %d failed: %s", m->path, dev, strerror(-rc));
+	else if (moved)
+		gaia_error("a sync could not bring the changes of device %d to %s: %s; the sync "
+			   "reports an error, and the next sync tries again",
+			   dev, m->path, strerror(-moved));
 	stats_add(GAIA_STAT_device_dirty_pages, dirty);
 	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - merged_before);
+	return rc ? rc : moved;
 }
 
-void gpu_mappings_sync(int dev, bool whole_device)
+int gpu_mappings_sync(int dev, bool whole_device)
 {
+	int first_rc = 0;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
-		return;
+		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
 	bool waited = whole_device;
@@ -332,11 +357,14 @@ void gpu_mappings_sync(int dev, bool whole_device)
 			cuda_synchronize();
 			waited = true;
 		}
-		device_release_locked(m, dev);
+		int rc = device_release_locked(m, dev);
+		if (rc && !first_rc)
+			first_rc = rc;
 	}
 	if (waited)
 		device_busy[dev] = false;
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
+	return first_rc;
 }
 

@@ -17,12 +17,15 @@ struct gpu_translation {
 /* A launch on device dev whose arguments hold these 8-byte values (all:
  * the arguments are unknown, every managed region is acquired): the CPU
  * releases, and dev acquires every region it holds or an argument points
- * into. Fills out[] with the managed-backed ones; returns their number. */
+ * into. Fills out[] with the managed-backed ones; returns their number,
+ * or -errno when a region could not be uploaded (the launch must not
+ * run). */
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity);
 /* A host sync on device dev returned (whole_device: every stream of it is
- * done): dev releases every region it launched on, the CPU acquires. */
-GAIA_HIDDEN void gpu_mappings_sync(int dev, bool whole_device);
+ * done): dev releases every region it launched on, the CPU acquires.
+ * 0, or -errno when some device changes could not reach the CPU. */
+GAIA_HIDDEN int gpu_mappings_sync(int dev, bool whole_device);
 
 /* --- shared by gpu_mapping.c, gpu_vmm.c and gpu_peer.c (mapping_lock held) --- */
 struct gaia_mapping;

@@ -269,7 +269,7 @@ static void publish_pages(void *arg, uint64_t first, uint64_t n)
 }
 
 /* Device actions appear only once a device holds pages of m. */
-void mapping_run_plan_locked(struct gaia_mapping *m)
+int mapping_run_plan_locked(struct gaia_mapping *m)
 {
 	int rc = device_exec_run(&m->exec, &m->engine, &m->plan);
 	if (rc) {
@@ -277,6 +277,7 @@ void mapping_run_plan_locked(struct gaia_mapping *m)
 		gaia_log_once(&once, GAIA_LOG_ERROR, "moving pages of %s between replicas failed: %s",
 			      m->path, strerror(-rc));
 	}
+	return rc;
 }
 
 void mapping_release_locked(struct gaia_mapping *m)

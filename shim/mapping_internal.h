@@ -56,7 +56,7 @@ GAIA_HIDDEN void mapping_collect_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_release_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_acquire_locked(struct gaia_mapping *m);
 /* Carries out m->plan (device actions through m->exec). */
-GAIA_HIDDEN void mapping_run_plan_locked(struct gaia_mapping *m);
+GAIA_HIDDEN int mapping_run_plan_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t first, uint64_t n);
 
 /* Device replicas (gpu_mapping.c; weak: absent in a build without CUDA). */

@@ -1,6 +1,7 @@
 /* The executor of device actions (runtime/device.h) over an in-memory
  * backend: the bytes each replica ends with, what crosses the "bus", and
  * pages past the end of the file. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -15,6 +16,17 @@
 
 #define PG 4096
 #define NPAGES 8
+
+/* Injected failures: how many of the next calls of each kind fail. */
+static int fail_download, fail_diff, fail_fetch;
+
+static bool fail_now(int *remaining)
+{
+	if (*remaining <= 0)
+		return false;
+	(*remaining)--;
+	return true;
+}
 
 struct fake_replica {
 	uint8_t dev[NPAGES * PG], base[NPAGES * PG];
@@ -35,6 +47,8 @@ static int fake_upload(void *rep, unsigned to, uint64_t first, uint64_t n, const
 static int fake_download(void *rep, unsigned from, uint64_t first, uint64_t n, void *dst)
 {
 	struct fake_replica *r = rep;
+	if (fail_now(&fail_download))
+		return -EIO;
 	memcpy(dst, (from == DEVICE_BASE ? r->base : r->dev) + first * PG, n * PG);
 	r->downloaded_pages += n;
 	return 0;
@@ -51,6 +65,8 @@ static int fake_diff(void *rep, uint64_t first, uint64_t n,
 		     void (*changed)(uint64_t, uint64_t, void *), void *arg)
 {
 	struct fake_replica *r = rep;
+	if (fail_now(&fail_diff))
+		return -EIO;
 	r->diffed_pages += n;
 	for (uint64_t p = first; p < first + n; p++)
 		if (memcmp(r->dev + p * PG, r->base + p * PG, PG))
@@ -62,6 +78,8 @@ static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void
 			      uint8_t *mask_out)
 {
 	struct fake_replica *r = rep;
+	if (fail_now(&fail_fetch))
+		return -EIO;
 	for (uint64_t i = 0; i < n; i++) {
 		const uint8_t *d = r->dev + pages[i] * PG, *b = r->base + pages[i] * PG;
 		memcpy((uint8_t *)dev_out + i * PG, d, PG);
@@ -273,6 +291,73 @@ static void test_pages_past_the_file_are_never_touched_on_the_cpu(void **state)
 	world_free(w);
 }
 
+/* The device changed bytes of every other page, the CPU one byte of
+ * page 2; returns the world after the launch and the device's writes. */
+static struct world *scattered_changes(void)
+{
+	struct world *w = world_new();
+	launch(w, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		w->rep[0].dev[p * PG + 7] = (uint8_t)(p + 1);
+	cpu_store(w, 2 * PG + 8, 0x99);
+	return w;
+}
+
+static void assert_scattered_changes_merged(struct world *w)
+{
+	for (int p = 0; p < NPAGES; p += 2)
+		assert_int_equal(w->cpu[p * PG + 7], p + 1);
+	assert_int_equal(w->cpu[2 * PG + 8], 0x99);
+}
+
+static void test_a_transient_failure_costs_a_retry_not_data(void **state)
+{
+	(void)state;
+	struct world *w = scattered_changes();
+	fail_download = fail_fetch = fail_diff = 1;
+	sync_dev(w, 0);
+	assert_scattered_changes_merged(w);
+	world_free(w);
+}
+
+static void test_a_diff_that_keeps_failing_compares_every_page(void **state)
+{
+	(void)state;
+	struct world *w = scattered_changes();
+	fail_diff = 1000;
+	sync_dev(w, 0);
+	fail_diff = 0;
+	assert_scattered_changes_merged(w);
+	world_free(w);
+}
+
+/* Merges that fail at one sync (the error is reported) leave the device's
+ * changes uncommitted: the next sync brings them down. (A page the CPU
+ * changes in between is uploaded whole at the next launch, and the
+ * device's unmerged bytes of that page are lost: README, limits.) */
+static void test_a_failed_merge_comes_down_at_the_next_sync(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		w->rep[0].dev[p * PG + 7] = (uint8_t)(p + 1);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(lrc_sync(&w->engine, 0, &w->plan), 0);
+	fail_download = fail_fetch = 1000;
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), -EIO);
+	fail_download = fail_fetch = 0;
+	assert_int_equal(w->cpu[4 * PG + 7], 0); /* not there yet */
+	cpu_store(w, 3 * PG + 8, 0x99);
+	launch(w, 0);
+	sync_dev(w, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		assert_int_equal(w->cpu[p * PG + 7], p + 1);
+	assert_int_equal(w->cpu[3 * PG + 8], 0x99);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +369,9 @@ int main(void)
 		cmocka_unit_test(test_higher_device_wins_in_either_sync_order),
 		cmocka_unit_test(test_rebase_merges_cpu_bytes_into_an_open_epoch),
 		cmocka_unit_test(test_pages_past_the_file_are_never_touched_on_the_cpu),
+		cmocka_unit_test(test_a_transient_failure_costs_a_retry_not_data),
+		cmocka_unit_test(test_a_diff_that_keeps_failing_compares_every_page),
+		cmocka_unit_test(test_a_failed_merge_comes_down_at_the_next_sync),
 	};
 	int failed = cmocka_run_group_tests_name("replica and base downloaded", tests, NULL, NULL);
 	gather = true;
