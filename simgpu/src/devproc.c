@@ -91,7 +91,7 @@ static int device_create(struct sim_device *d, int ordinal, uint64_t mem_bytes)
     return 0;
 }
 
-static int device_fork(struct sim_device *d)
+static int device_fork_once(struct sim_device *d)
 {
     pid_t parent = getpid();
     bool on_main_thread = syscall(SYS_gettid) == parent;
@@ -110,19 +110,34 @@ static int device_fork(struct sim_device *d)
     }
     d->pid = (pid_t)pid;
     /* The child starts threads, which allocates; a malloc lock held by
-     * another host thread at the moment of the clone would stop it there.
-     * Turn that (and any other failed start) into an error, not a hang. */
+     * another host thread at the moment of the clone (a sanitizer's
+     * allocator, say) stops it there for ever. Such a start is abandoned. */
     for (int waited_ms = 0; !__atomic_load_n(&d->sh->device_ready, __ATOMIC_ACQUIRE); waited_ms += 2) {
         int st;
-        if (waited_ms >= 10000 || waitpid(d->pid, &st, WNOHANG | __WCLONE) == d->pid) {
-            sim_log("device %d: device process %d did not start", d->ordinal, (int)d->pid);
+        if (waited_ms >= 5000 || waitpid(d->pid, &st, WNOHANG | __WCLONE) == d->pid) {
             kill(d->pid, SIGKILL);
-            d->dead = true;
+            waitpid(d->pid, &st, __WCLONE);
             return -ECHILD;
         }
         usleep(2000);
     }
     return 0;
+}
+
+/* A device process that did not start is cloned again (the lock that
+ * stopped it is seldom held twice in a row). */
+static int device_fork(struct sim_device *d)
+{
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        __atomic_store_n(&d->sh->device_ready, 0, __ATOMIC_RELEASE);
+        int rc = device_fork_once(d);
+        if (rc != -ECHILD)
+            return rc;
+        sim_log("device %d: device process %d did not start (attempt %d of 3)", d->ordinal, (int)d->pid,
+                attempt);
+    }
+    d->dead = true;
+    return -ECHILD;
 }
 
 int sim_devices_start(void)

@@ -256,9 +256,13 @@ static void work_on_kernel(struct qnode *n)
     }
 }
 
+/* Workers that have started running (sim_device_main waits for all). */
+static unsigned workers_running;
+
 static void *worker(void *arg)
 {
     (void)arg;
+    __atomic_add_fetch(&workers_running, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&SH->lock);
     for (;;) {
         ingest();
@@ -348,7 +352,6 @@ void sim_device_main(struct sim_device *d)
     if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
         _exit(3);
     sim_uvm_start_device(d);    /* the managed area: closed until blocks migrate here */
-    __atomic_store_n(&d->sh->device_ready, 1, __ATOMIC_RELEASE);
     /* One malloc arena (the inherited heap) and thread stacks from the VMM
      * arena's tail: the device process adds no mappings of its own where the
      * host might later honour an address hint (vmm.c). */
@@ -357,6 +360,12 @@ void sim_device_main(struct sim_device *d)
         if (sim_spawn_device_thread(i, worker, NULL) != 0)
             _exit(4);
     }
+    /* Ready once every worker runs: starting a thread allocates, and an
+     * allocator lock that another host thread held at the clone is held
+     * here for ever. The host then kills this process and clones again. */
+    while (__atomic_load_n(&workers_running, __ATOMIC_ACQUIRE) < sim.env.workers)
+        usleep(1000);
+    __atomic_store_n(&d->sh->device_ready, 1, __ATOMIC_RELEASE);
     /* Die with the host process.  A pidfd becomes readable when the whole
      * process exits (PR_SET_PDEATHSIG only tracks the forking thread). */
     int pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
