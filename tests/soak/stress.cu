@@ -330,7 +330,8 @@ static void *watchdog(void *p)
 	while (!stop) {
 		usleep(200000);
 		bool moved = false;
-		for (int i = 0; i < workers; i++) {
+		int n = __atomic_load_n(&workers, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < n; i++) {
 			unsigned long v = __atomic_load_n(&progress[i], __ATOMIC_RELAXED);
 			if (v != seen[i]) {
 				moved = true;
@@ -339,14 +340,17 @@ static void *watchdog(void *p)
 		}
 		/* Every worker must move; one stuck is a hang too. */
 		bool all = true;
-		for (int i = 0; i < workers; i++)
+		for (int i = 0; i < n; i++)
 			all &= seen[i] != 0;
 		double t = now_s();
 		if (moved && all)
 			last_progress = t;
-		if (t - last_progress > limit || t > deadline + limit) {
+		/* Before the workers start (the device starting up) the limit is
+		 * a minute at least. */
+		double allowed = n ? limit : (limit > 60 ? limit : 60);
+		if (t - last_progress > allowed || (deadline > 0 && t > deadline + allowed)) {
 			fprintf(stderr, "stress: watchdog: no progress for %.0f s; workers:", t - last_progress);
-			for (int i = 0; i < workers; i++)
+			for (int i = 0; i < n; i++)
 				fprintf(stderr, " %s=%lu", worker_name[i], seen[i]);
 			fprintf(stderr, "\nstress: every thread's stack:\n");
 			dump_all_stacks();
@@ -416,6 +420,9 @@ int main(int argc, char **argv)
 	map = (unsigned char *)mmap(NULL, BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd, 0);
 	if (map == MAP_FAILED)
 		return 1;
+	deadline = now_s() + seconds;
+	pthread_t dog;
+	pthread_create(&dog, NULL, watchdog, &watchdog_s);
 	if (cudaSetDevice(0) != cudaSuccess) {
 		fprintf(stderr, "stress: no (simulated) GPU\n");
 		return 1;
@@ -423,7 +430,6 @@ int main(int argc, char **argv)
 	printf("stress: %.0f s, watchdog %.0f s, %d CPU lanes + pwrite + peer process + GPU + reader + remapper + "
 	       "version checker\n", seconds, watchdog_s, CPU_LANES);
 	fflush(stdout);
-	deadline = now_s() + seconds;
 
 	peer_pid = fork();
 	if (peer_pid == 0) {
@@ -434,14 +440,15 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 
-	pthread_t threads[16], dog;
+	pthread_t threads[16];
+	int nworkers = 0;
 	struct lane_arg lanes[CPU_LANES];
 	int ids[16];
 	for (int i = 0; i < CPU_LANES; i++) {
-		lanes[i] = (struct lane_arg){workers, (unsigned)i, map};
-		worker_name[workers] = "cpu_lane";
-		pthread_create(&threads[workers], NULL, lane_writer, &lanes[i]);
-		workers++;
+		lanes[i] = (struct lane_arg){nworkers, (unsigned)i, map};
+		worker_name[nworkers] = "cpu_lane";
+		pthread_create(&threads[nworkers], NULL, lane_writer, &lanes[i]);
+		nworkers++;
 	}
 	static const struct {
 		const char *name;
@@ -449,16 +456,16 @@ int main(int argc, char **argv)
 	} others[] = {{"pwrite", io_writer}, {"gpu", gpu_worker}, {"reader", reader},
 		      {"remap", remapper}, {"versions", version_checker}};
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		ids[workers] = workers;
-		worker_name[workers] = others[i].name;
-		pthread_create(&threads[workers], NULL, others[i].fn, &ids[workers]);
-		workers++;
+		ids[nworkers] = nworkers;
+		worker_name[nworkers] = others[i].name;
+		pthread_create(&threads[nworkers], NULL, others[i].fn, &ids[nworkers]);
+		nworkers++;
 	}
-	pthread_create(&dog, NULL, watchdog, &watchdog_s);
+	__atomic_store_n(&workers, nworkers, __ATOMIC_RELEASE);
 	while (!stop && now_s() < deadline)
 		usleep(50000);
 	set_stop();
-	for (int i = 0; i < workers; i++)
+	for (int i = 0; i < nworkers; i++)
 		pthread_join(threads[i], NULL);
 	int status;
 	waitpid(peer_pid, &status, 0);
@@ -467,7 +474,7 @@ int main(int argc, char **argv)
 	pthread_join(dog, NULL);
 
 	printf("stress: progress:");
-	for (int i = 0; i < workers; i++)
+	for (int i = 0; i < nworkers; i++)
 		printf(" %s=%lu", worker_name[i], progress[i]);
 	printf("\n");
 	munmap(map, BYTES);
