@@ -19,11 +19,19 @@ GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	char path[PATH_MAX];
 	bool wanted = mapping_wanted(__builtin_return_address(0), len, prot, flags, fd, path,
 				     sizeof(path));
-	/* MAP_FIXED replaces whatever was there: a release point for it. */
-	if ((flags & MAP_FIXED) && mapping_overlaps(addr, len))
+	/* MAP_FIXED replaces whatever was there: a release point for it. The
+	 * driver calls that tearing down a device replica makes (which may
+	 * map memory themselves) must not come back here. */
+	if ((flags & MAP_FIXED) && mapping_overlaps(addr, len)) {
+		gaia_in_shim++;
 		mapping_forget_range(addr, len);
-	if (addr && mapping_any())
+		gaia_in_shim--;
+	}
+	if (addr && mapping_any()) {
+		gaia_in_shim++;
 		mapping_release_padding(addr, len);
+		gaia_in_shim--;
+	}
 	struct placement place = {0};
 	if (wanted && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)))
 		mapping_place(len, &place);

@@ -15,10 +15,13 @@
  * empty".  All scheduler state is guarded by the shared control lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -303,6 +306,37 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Close every descriptor the device process inherited from the
+ * application but the devices' memory (and stdio, for messages): a GPU
+ * holds none of the program's files, and a descriptor kept here would keep
+ * its file open, and its locks held, after the program closed it or
+ * exited. Read with getdents64 into the stack: nothing allocates before
+ * the workers start. */
+static void close_inherited_files(void)
+{
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *e =
+                (void *)(buf + off);
+            off += e->reclen;
+            int fd = atoi(e->name);
+            bool keep = fd <= 2 || fd == dir || e->name[0] == '.';
+            for (unsigned i = 0; i < sim.env.devices && i < SIM_MAX_DEVICES && !keep; i++)
+                keep = fd == sim.dev[i].memfd;
+            if (!keep)
+                close(fd);
+        }
+    }
+    close(dir);
+}
+
 /* Reset what the device process inherited from the application: its
  * signal handlers (they belong to the host's program) and its mask. */
 static void setup_signals(void)
@@ -348,6 +382,7 @@ void sim_device_main(struct sim_device *d)
     D = d;
     SH = d->sh;
     setup_signals();
+    close_inherited_files();
     sim_vmm_close_host_files();
     if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
         _exit(3);

@@ -140,8 +140,12 @@ static bool each_mapping(bool (*fn)(unsigned long lo, unsigned long hi, bool sha
             bool leftover, shared_file = false;
             if (ino == 0)
                 leftover = strcmp(perms, "---p") == 0 && !path;
+            /* /dev/zero: shared anonymous memory (simgpu's own control
+             * blocks); /dev/shm objects are files like any other. */
             else if (!path || (path_len >= 7 && memcmp(path, "/memfd:", 7) == 0) ||
-                     (path_len >= 5 && memcmp(path, "/dev/", 5) == 0) || perms[2] == 'x')
+                     (path_len >= 5 && memcmp(path, "/dev/", 5) == 0 &&
+                      !(path_len >= 9 && memcmp(path, "/dev/shm/", 9) == 0)) ||
+                     perms[2] == 'x')
                 leftover = false;
             else {
                 shared_file = perms[3] == 's';

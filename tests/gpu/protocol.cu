@@ -510,6 +510,26 @@ static void case_store_view_unavailable(void)
 	free(buf);
 }
 
+/* A MAP_FIXED mapping over a region a device holds replaces it: the
+ * device's copy is torn down (driver calls that may map memory of their
+ * own) and the kernel's unsynced writes reach the file first. */
+static void case_map_fixed_over_replica(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 1);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, 1, 0, 0x5a);
+	void *p = mmap(m, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(p == m, "mmap MAP_FIXED: %s", strerror(errno));
+	last_map = NULL;
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	CHECK(pread(fd, buf, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t i = 0; i < bytes; i += 511)
+		CHECK(buf[i] == 0x5a, "byte %zu: %#x, the kernel wrote 0x5a", i, buf[i]);
+	free(buf);
+	CUDA_OK(cudaDeviceSynchronize());
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2, "usage: protocol CASE");
@@ -539,6 +559,8 @@ int main(int argc, char **argv)
 		case_peer_read();
 	else if (!strcmp(c, "store_view_unavailable"))
 		case_store_view_unavailable();
+	else if (!strcmp(c, "map_fixed_over_replica"))
+		case_map_fixed_over_replica();
 	else if (!strcmp(c, "truncated_while_mapped"))
 		case_truncated_while_mapped();
 	else if (!strcmp(c, "two_devices_01"))

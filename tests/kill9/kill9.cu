@@ -314,13 +314,32 @@ int main(int argc, char **argv)
 	snprintf(table, sizeof(table), "/dev/shm/gaia-v1-%u-%llx-%llx", (unsigned)geteuid(),
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 	bool table_left = false;
-	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "libgaia")) {
+	/* Processes finish exiting (and drop their locks on the table) a
+	 * moment after they are reaped: a few tries. */
+	for (int tries = 0; tries < 40 && getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "libgaia"); tries++) {
 		int fd = open(file, O_RDWR);
 		void *m = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (m != MAP_FAILED)
 			munmap(m, PAGES * PAGE);
 		close(fd);
 		table_left = access(table, F_OK) == 0;
+		if (!table_left)
+			break;
+		sleep_us(50000);
+	}
+	if (table_left) { /* what is there, for the report */
+		struct stat ts;
+		unsigned char head[128] = {0};
+		int tfd = open(table, O_RDONLY);
+		if (tfd >= 0 && fstat(tfd, &ts) == 0 && pread(tfd, head, sizeof(head), 0) >= 0) {
+			printf("kill9: %s: %lld bytes, mode %o, owner %u; header:", table, (long long)ts.st_size,
+			       (unsigned)ts.st_mode & 07777, (unsigned)ts.st_uid);
+			for (size_t i = 0; i < 64; i++)
+				printf("%s%02x", i % 16 ? " " : "\n  ", head[i]);
+			printf("\n");
+		}
+		if (tfd >= 0)
+			close(tfd);
 	}
 	unlink(file);
 	unlink(log);

@@ -71,7 +71,7 @@ SIMGPU_KERNEL(write_lane);
 static int (*mversion)(const void *, size_t, uint32_t *);
 static unsigned char *map;
 static int data_fd;
-static char data_path[256], other_path[256];
+static char data_path[256], other_path[256], dirname_of_data[256];
 static int stop_flag;
 static int failed_flag;
 #define stop __atomic_load_n(&stop_flag, __ATOMIC_RELAXED)
@@ -355,8 +355,21 @@ static void *watchdog(void *p)
 			fprintf(stderr, "\nstress: every thread's stack:\n");
 			dump_all_stacks();
 			fprintf(stderr, "stress: FAIL: hang\n");
-			if (peer_pid > 0)
+			/* Leave nothing behind if the shim still answers (SIGALRM
+			 * ends the process if it does not). */
+			alarm(5);
+			if (peer_pid > 0) {
 				kill(peer_pid, SIGKILL);
+				waitpid(peer_pid, NULL, 0);
+			}
+			set_stop();
+			/* Anonymous memory over the file's mapping: the shim lets
+			 * the file go (and its version table), threads that still
+			 * store there do not fault. */
+			mmap(map, BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			unlink(data_path);
+			unlink(other_path);
+			rmdir(dirname_of_data);
 			_exit(1);
 		}
 	}
@@ -410,6 +423,7 @@ int main(int argc, char **argv)
 	char dir[] = "/tmp/stress.XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
+	snprintf(dirname_of_data, sizeof(dirname_of_data), "%s", dir);
 	snprintf(data_path, sizeof(data_path), "%s/data", dir);
 	snprintf(other_path, sizeof(other_path), "%s/other", dir);
 	data_fd = open(data_path, O_RDWR | O_CREAT, 0644);
