@@ -223,19 +223,32 @@ static void test_same_byte_device_wins(void **state)
 	world_free(w);
 }
 
-/* Scattered changes come down gathered: each page once, with its mask. */
-static void test_scattered_changes_each_cross_once(void **state)
+/* The device changed bytes of every other page, the CPU one byte of
+ * page 2; returns the world after the launch and the device's writes. */
+static struct world *scattered_changes(void)
 {
-	(void)state;
 	struct world *w = world_new();
 	launch(w, 0);
 	for (int p = 0; p < NPAGES; p += 2)
 		w->rep[0].dev[p * PG + 7] = (uint8_t)(p + 1);
 	cpu_store(w, 2 * PG + 8, 0x99);
-	sync_dev(w, 0);
+	return w;
+}
+
+static void assert_scattered_changes_merged(struct world *w)
+{
 	for (int p = 0; p < NPAGES; p += 2)
 		assert_int_equal(w->cpu[p * PG + 7], p + 1);
 	assert_int_equal(w->cpu[2 * PG + 8], 0x99);
+}
+
+/* Scattered changes come down gathered: each page once, with its mask. */
+static void test_scattered_changes_each_cross_once(void **state)
+{
+	(void)state;
+	struct world *w = scattered_changes();
+	sync_dev(w, 0);
+	assert_scattered_changes_merged(w);
 	assert_int_equal(w->rep[0].downloaded_pages, gather ? NPAGES / 2 : NPAGES);
 	assert_int_equal(w->x.merged_pages, NPAGES / 2);
 	world_free(w);
@@ -289,25 +302,6 @@ static void test_pages_past_the_file_are_never_touched_on_the_cpu(void **state)
 	assert_int_equal(w->cpu[5 * PG], 8);
 	assert_int_equal(w->cpu[7 * PG], 0xcc);
 	world_free(w);
-}
-
-/* The device changed bytes of every other page, the CPU one byte of
- * page 2; returns the world after the launch and the device's writes. */
-static struct world *scattered_changes(void)
-{
-	struct world *w = world_new();
-	launch(w, 0);
-	for (int p = 0; p < NPAGES; p += 2)
-		w->rep[0].dev[p * PG + 7] = (uint8_t)(p + 1);
-	cpu_store(w, 2 * PG + 8, 0x99);
-	return w;
-}
-
-static void assert_scattered_changes_merged(struct world *w)
-{
-	for (int p = 0; p < NPAGES; p += 2)
-		assert_int_equal(w->cpu[p * PG + 7], p + 1);
-	assert_int_equal(w->cpu[2 * PG + 8], 0x99);
 }
 
 static void test_a_transient_failure_costs_a_retry_not_data(void **state)
