@@ -120,8 +120,8 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
 					 m->exec.writable, 0, 0);
 	if (rc) {
-		gaia_warn("%s: no replica on device %d (%s); kernels there see no managed data "
-			  "of it", m->path, dev, strerror(-rc));
+		gaia_warn("%s: no replica on device %d (%s); launches there that pass pointers "
+			  "into it are refused", m->path, dev, strerror(-rc));
 		m->replica_failed[dev] = true;
 		free(r);
 		return false;
@@ -266,8 +266,13 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		 * other processes published: the device must see both. */
 		mapping_collect_locked(m);
 		mapping_acquire_locked(m);
-		if (!ensure_replica(m, dev))
+		if (!ensure_replica(m, dev)) {
+			/* Its pointers would reach no device memory (a fault, and
+			 * a sticky error on real hardware): the launch is refused. */
+			if (points_into(m, values, nvalues) && !failed)
+				failed = -ENOMEM;
 			continue;
+		}
 		struct cuda_replica *r = m->replicas[dev];
 		m->exec.valid_pages = file_valid_pages(m);
 		uint64_t before = m->exec.uploaded_pages;
