@@ -70,18 +70,18 @@ demo: all
 	fi
 
 test: all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The whole suite under ASan+UBSan, and under TSan, each in its own build.
 test-asan: deps
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DGAIA_SANITIZE=address $(CMAKE_ARGS)
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 test-tsan: deps
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DGAIA_SANITIZE=thread $(CMAKE_ARGS)
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && ctest --output-on-failure -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The stress and kill -9 tests of `make test`, far longer. Their own
 # watchdog and deadline bound them; CTest's timeout is a backstop.
@@ -89,7 +89,7 @@ SOAK_SECONDS ?= 600
 SOAK_KILL9_TRIALS ?= 5000
 soak: all
 	@cd $(BUILD) && { STRESS_SECONDS=$(SOAK_SECONDS) KILL9_TRIALS=$(SOAK_KILL9_TRIALS) \
-	  ctest --output-on-failure -V -R '^(stress/lanes|kill9/trials)$$' >soak.log 2>&1; rc=$$?; \
+	  ctest --output-on-failure -V --timeout $$(( $(SOAK_SECONDS) * 2 + 900 )) -R '^(stress/lanes|kill9/trials)$$' >soak.log 2>&1; rc=$$?; \
 	  grep -E '^[0-9]+: (stress|kill9):|tests passed|Failed' soak.log; \
 	  echo "soak: full output in $(BUILD)/soak.log"; exit $$rc; }
 
