@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -181,6 +182,15 @@ void mapping_describe_caller(void *caller, char *buf, size_t size)
 void mapping_place(size_t len, struct placement *place)
 {
 	memset(place, 0, sizeof(*place));
+	/* Under an address-space limit (RLIMIT_AS, ulimit -v) the span
+	 * reserved here and the padding kept after the mapping (up to 2 MiB
+	 * per mapping) count against the program's own limit: a program
+	 * mapping many small files would get ENOMEM from mmap (or malloc)
+	 * where it does not without the shim. There the mapping goes where
+	 * the kernel puts it. */
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+		return;
 	size_t rounded = (len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1);
 	if (!rounded || rounded > SIZE_MAX - PLACEMENT_ALIGN)
 		return;
