@@ -62,6 +62,18 @@ static bool called_from_cuda(void *caller)
 	       strncmp(base, "libcudart", 9) == 0;
 }
 
+/* An executable or shared object mapped read-only and private is code
+ * being read (a symbolizer, a debugger, a linker), not data for kernels.
+ * The sanitizers' symbolizers map the program's objects while holding
+ * their own locks, in the middle of a report: taking that mapping on
+ * (threads, locks) there would deadlock the report. */
+static bool is_elf(int fd)
+{
+	unsigned char magic[4];
+	return syscall(SYS_pread64, fd, magic, sizeof(magic), 0) == (long)sizeof(magic) &&
+	       memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
 bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char *path,
 		    size_t path_size)
 {
@@ -88,6 +100,8 @@ bool mapping_wanted(void *caller, size_t len, int prot, int flags, int fd, char 
 	if (strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0)
 		return false;
 	if (!path_selected(path))
+		return false;
+	if (type == MAP_PRIVATE && !(prot & PROT_WRITE) && is_elf(fd))
 		return false;
 	return !called_from_cuda(caller);
 }

@@ -179,7 +179,11 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (!m->replicas[d])
 			continue;
+		if (vmm)
+			gaia_tsan_ignore_begin();
 		cuda_replica_destroy(m->replicas[d]);
+		if (vmm)
+			gaia_tsan_ignore_end();
 		free(m->replicas[d]);
 		m->replicas[d] = NULL;
 		m->exec.replica[d] = NULL;

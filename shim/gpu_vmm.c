@@ -64,7 +64,7 @@ const char *gpu_vmm_probe(int device)
  * A SIGSEGV handler, installed at the first move and chained to whatever
  * was there before, makes such a thread wait for the move to end and
  * retry; every other fault goes to the previous handler. */
-static volatile uintptr_t moving_start, moving_end;
+static uintptr_t moving_start, moving_end; /* atomics: read by the handler */
 static volatile int moving; /* futex word: 1 while a move is under way */
 static struct sigaction previous_segv;
 
@@ -84,7 +84,8 @@ static void chain_segv(int sig, siginfo_t *info, void *ctx)
 static void on_segv(int sig, siginfo_t *info, void *ctx)
 {
 	uintptr_t a = (uintptr_t)info->si_addr;
-	if (__atomic_load_n(&moving, __ATOMIC_ACQUIRE) && a >= moving_start && a < moving_end) {
+	if (__atomic_load_n(&moving, __ATOMIC_ACQUIRE) && a >= __atomic_load_n(&moving_start, __ATOMIC_RELAXED) &&
+	    a < __atomic_load_n(&moving_end, __ATOMIC_RELAXED)) {
 		while (__atomic_load_n(&moving, __ATOMIC_ACQUIRE))
 			syscall(SYS_futex, &moving, FUTEX_WAIT, 1, NULL, NULL, 0);
 		return; /* the access is retried on the range as it is now */
@@ -102,8 +103,8 @@ void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 		sigemptyset(&sa.sa_mask);
 		installed = sigaction(SIGSEGV, &sa, &previous_segv) == 0;
 	}
-	moving_start = start;
-	moving_end = start + len;
+	__atomic_store_n(&moving_start, start, __ATOMIC_RELAXED);
+	__atomic_store_n(&moving_end, start + len, __ATOMIC_RELAXED);
 	__atomic_store_n(&moving, 1, __ATOMIC_RELEASE);
 }
 
@@ -176,8 +177,10 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		gpu_vmm_guard_end();
 		return -errno ?: -ENOMEM;
 	}
+	gaia_tsan_ignore_begin();
 	int rc = cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,
 				     span_start, span_len);
+	gaia_tsan_ignore_end();
 	int back = gpu_vmm_move_back(m, aside, m->start, m->len);
 	gpu_vmm_guard_end();
 	if (back && !rc) {

@@ -47,6 +47,30 @@ GAIA_HIDDEN extern struct gaia_real gaia_real;
 GAIA_HIDDEN void gaia_real_resolve(void);
 #define REAL(name) (gaia_real.name ? gaia_real.name : (gaia_real_resolve(), gaia_real.name))
 
+/* --- ThreadSanitizer --- */
+/* The driver maps device memory over ranges the program's threads use
+ * (vmm: cuMemAddressReserve, cuMemMap at the mapping's own address, and
+ * their undoing), which TSan takes for a write by the mapping thread,
+ * racing with every later access of theirs. The bytes the program sees do
+ * not change there, so around those calls this thread's accesses are
+ * ignored, and a mapping made then resets the range's history instead. */
+#if defined(__SANITIZE_THREAD__)
+#define GAIA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GAIA_TSAN 1
+#endif
+#endif
+#ifdef GAIA_TSAN
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+#define gaia_tsan_ignore_begin() __tsan_ignore_thread_begin()
+#define gaia_tsan_ignore_end() __tsan_ignore_thread_end()
+#else
+#define gaia_tsan_ignore_begin() ((void)0)
+#define gaia_tsan_ignore_end() ((void)0)
+#endif
+
 /* --- the shim's own descriptors (fdguard.c) --- */
 /* Keeps fd from the program's close/close_range/closefrom, moving it above
  * stderr first; returns the (possibly new) descriptor, or -1. */
