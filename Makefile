@@ -3,8 +3,8 @@
 #   make demo       build and run the main demo
 #   make test       build and run every test (CTest)
 #   make test-asan  every test under ASan+UBSan; make test-tsan under TSan
-#   make soak       the stress test for SOAK_SECONDS (600) and SOAK_KILL9_TRIALS
-#                   (5000) kill -9 trials, in build/
+#   make soak       the stress tests for SOAK_SECONDS (600) and SOAK_KILL9_TRIALS
+#                   (5000) kill -9 trials of each crash test, in build/
 #   make bench      run every benchmark
 #   make bench-engine   the engine benchmarks (merge, versions, release/acquire)
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
@@ -83,14 +83,16 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# The stress and kill -9 tests of `make test`, far longer. Their own
+# The stress and kill -9 tests of `make test`, far longer, two at a time
+# (the two stress tests run side by side for SOAK_SECONDS). Their own
 # watchdog and deadline bound them; CTest's timeout is a backstop.
 SOAK_SECONDS ?= 600
 SOAK_KILL9_TRIALS ?= 5000
 soak: all
 	@cd $(BUILD) && { STRESS_SECONDS=$(SOAK_SECONDS) KILL9_TRIALS=$(SOAK_KILL9_TRIALS) \
-	  ctest --output-on-failure -V --timeout $$(( $(SOAK_SECONDS) * 2 + 900 )) -R '^(stress/lanes|kill9/trials)$$' >soak.log 2>&1; rc=$$?; \
-	  grep -E '^[0-9]+: (stress|kill9):|tests passed|Failed' soak.log; \
+	  CRASH_TRIALS=$(SOAK_KILL9_TRIALS) ctest --output-on-failure -V -j 2 --timeout $$(( $(SOAK_SECONDS) * 2 + 900 )) \
+	  -R '^(stress/lanes|stress/gpu_streams|kill9/trials|crash/survivor)$$' >soak.log 2>&1; rc=$$?; \
+	  grep -E '^[0-9]+: (stress|kill9|gpu_streams|survivor):|tests passed|Failed' soak.log; \
 	  echo "soak: full output in $(BUILD)/soak.log"; exit $$rc; }
 
 bench: bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic

@@ -157,6 +157,40 @@ int cuda_synchronize(void)
 	return CU_CHECK(drv.ctx_synchronize(), "cuCtxSynchronize");
 }
 
+/* Device work the shim queued on the legacy stream (uploads, base copies,
+ * commits), counted; and the count up to which a host wait covered it. */
+static uint64_t legacy_queued, legacy_waited;
+
+static void legacy_work_queued(void)
+{
+	__atomic_add_fetch(&legacy_queued, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The shim's transfers go to the legacy stream, which orders them before
+ * later work on itself and on blocking streams only: a kernel launched on
+ * a non-blocking stream could run before the upload it needs, or write
+ * its pages before their base copy is taken (its writes then look like no
+ * change at the sync, and are lost). So before a launch on any stream
+ * but the legacy one, the host waits for what the shim queued there.
+ * Another thread's wait counts only once it has returned: launches in
+ * several threads each wait until then. */
+int cuda_order_before_launch(CUstream stream)
+{
+	if (stream == NULL || stream == CU_STREAM_LEGACY || !drv.stream_synchronize)
+		return 0;
+	uint64_t queued = __atomic_load_n(&legacy_queued, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&legacy_waited, __ATOMIC_ACQUIRE) >= queued)
+		return 0;
+	int rc = CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (before a launch)");
+	if (rc)
+		return rc;
+	uint64_t seen = __atomic_load_n(&legacy_waited, __ATOMIC_RELAXED);
+	while (seen < queued &&
+	       !__atomic_compare_exchange_n(&legacy_waited, &seen, queued, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
+	return 0;
+}
+
 /* --- the diff kernel --- */
 
 static struct {
@@ -234,6 +268,7 @@ static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npage
 	} else if (to & DEVICE_BASE) {
 		rc = upload_to(r, r->base + first * PG, src, bytes);
 	}
+	legacy_work_queued();
 	if (!rc) {
 		stats_add(GAIA_STAT_h2d_bytes, bytes);
 		stats_add(GAIA_STAT_h2d_transfers, 1);
@@ -257,8 +292,10 @@ static int replica_download(void *rep, unsigned from, uint64_t first, uint64_t n
 static int replica_commit(void *rep, uint64_t first, uint64_t npages)
 {
 	struct cuda_replica *r = rep;
-	return CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), npages * PG),
-			"cuMemcpyDtoD (commit)");
+	int rc = CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), npages * PG),
+			  "cuMemcpyDtoD (commit)");
+	legacy_work_queued(); /* after the queueing: a wait must cover it */
+	return rc;
 }
 
 static void report_runs(const uint8_t *changed_pages, uint64_t first, uint64_t npages,
@@ -502,7 +539,9 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 
 int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
 {
-	return CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
+	int rc = CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
+	legacy_work_queued();
+	return rc;
 }
 
 void cuda_replica_prefetch(struct cuda_replica *r)

@@ -181,6 +181,19 @@ static void translate_extra(struct gpu_launch *L, const struct param_layout *l,
 	L->fwd_extra = s->extra;
 }
 
+/* A launch holds this from its acquire until the real launch has queued
+ * the kernel, and a sync's release holds it too. Otherwise, in another
+ * thread, between a launch's acquire and its kernel being queued:
+ *  - a sync's device-wide wait would not wait for that kernel, and its
+ *    release would close the device's epoch: the kernel's writes would
+ *    belong to no sync and never reach the CPU;
+ *  - another launch's acquire could read device pages (a rebase), then
+ *    write them back over what that kernel wrote meanwhile.
+ * Acquires take the mapping lock anyway, and queueing a kernel is quick.
+ * (A forked child cannot use its parent's CUDA context, so it never meets
+ * a window held at the fork.) */
+static pthread_mutex_t launch_window = PTHREAD_MUTEX_INITIALIZER;
+
 void gpu_launch_prepare(struct gpu_launch *L)
 {
 	L->fwd_params = L->params;
@@ -188,8 +201,11 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	L->scratch = NULL;
 	L->device = -1;
 	L->error = CUDA_SUCCESS;
+	L->in_window = false;
 	if (!mapping_any())
 		return;
+	pthread_mutex_lock(&launch_window);
+	L->in_window = true;
 	gaia_in_shim++;
 	L->device = cuda_current_device();
 	if (L->device < 0 && L->kind == GPU_FUNC_RUNTIME) {
@@ -225,6 +241,10 @@ void gpu_launch_prepare(struct gpu_launch *L)
 		L->error = ntr == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
 		ntr = 0;
 	}
+	/* The uploads and base copies are on the legacy stream: the kernel's
+	 * stream must come after them. */
+	if (L->device >= 0 && cuda_order_before_launch(L->stream) && L->error == CUDA_SUCCESS)
+		L->error = CUDA_ERROR_UNKNOWN;
 	gaia_debug("launch on device %d: %zu pointer-sized arguments%s, %d regions translated",
 		   L->device, nvalues, all ? " (every region acquired)" : "", ntr);
 	if (ntr > 0 && known) {
@@ -238,6 +258,9 @@ void gpu_launch_prepare(struct gpu_launch *L)
 
 void gpu_launch_done(struct gpu_launch *L, CUresult rc)
 {
+	if (L->in_window)
+		pthread_mutex_unlock(&launch_window);
+	L->in_window = false;
 	if (rc == CUDA_SUCCESS)
 		stats_add(GAIA_STAT_kernel_launches, 1);
 	free(L->scratch);
@@ -252,7 +275,12 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	if (!mapping_any())
 		return CUDA_SUCCESS;
 	gaia_in_shim++;
-	int failed = gpu_mappings_sync(cuda_current_device(), kind == GPU_SYNC_CONTEXT);
+	/* Even after a context-wide sync the device waits again: kernels that
+	 * other threads launched since it returned may be running. */
+	(void)kind;
+	pthread_mutex_lock(&launch_window);
+	int failed = gpu_mappings_sync(cuda_current_device(), false);
+	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;
 	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }

@@ -55,6 +55,7 @@ struct gpu_launch {
 	/* private to gpu.c */
 	void *scratch;
 	int device;
+	bool in_window; /* holds the launch window (gpu.c) */
 	/* out: not CUDA_SUCCESS when the launch must not run (a region could
 	 * not be brought to the device); the wrapper returns it instead */
 	CUresult error;
