@@ -90,7 +90,7 @@ static void attach_shared_table_locked(struct gaia_mapping *m, uint64_t file_siz
 void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t offset,
 		   const char *path, void *caller)
 {
-	static int tracker_failed_once, register_failed_once;
+	static int tracker_failed_once, register_failed_once, no_fd_once;
 	pthread_once(&regions_once, regions_init);
 	if (tracker_init()) {
 		gaia_log_once(&tracker_failed_once, GAIA_LOG_INFO,
@@ -130,6 +130,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	m->flags = flags;
 	m->tracked = tracked;
 	m->fd = gaia_fd_keep(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+	int fd_errno = m->fd < 0 ? errno : 0;
 	m->exec.cpu = (const uint8_t *)addr;
 	m->exec.cpu_store = (uint8_t *)addr;
 	m->exec.writable = (prot & PROT_WRITE) != 0;
@@ -144,8 +145,16 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	if (m->fd < 0 || lrc_region_init(&m->engine, len / GAIA_PAGE, engine_flags) ||
 	    region_insert(&regions, &r)) {
 		pthread_mutex_unlock(&mapping_lock);
-		gaia_warn("cannot manage the mapping of %s at %p: out of memory or overlap; it "
-			  "passes through unmanaged", path, addr);
+		/* Out of descriptors is the program's limit, met again at every
+		 * mapping after this one: said once, with its cause. */
+		if (m->fd < 0)
+			gaia_log_once(&no_fd_once, GAIA_LOG_WARN,
+				      "cannot keep a descriptor of %s (the shim holds one per managed "
+				      "mapping): %s; it and later mappings that meet the same limit "
+				      "pass through unmanaged", path, strerror(fd_errno));
+		else
+			gaia_warn("cannot manage the mapping of %s at %p: out of memory or "
+				  "overlap; it passes through unmanaged", path, addr);
 		gaia_fd_release(m->fd);
 		lrc_region_destroy(&m->engine);
 		free(m);

@@ -382,6 +382,15 @@ void sim_device_main(struct sim_device *d)
     D = d;
     SH = d->sh;
     setup_signals();
+    /* A start that never completes (a lock another host thread held at
+     * the clone) is abandoned by the host after 5 s; should the host die
+     * first (killed, or exiting from another thread), nobody would: the
+     * process ends itself after 10 s unless ready by then. */
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+    alarm(10);
     close_inherited_files();
     sim_vmm_close_host_files();
     if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
@@ -400,6 +409,7 @@ void sim_device_main(struct sim_device *d)
      * here for ever. The host then kills this process and clones again. */
     while (__atomic_load_n(&workers_running, __ATOMIC_ACQUIRE) < sim.env.workers)
         usleep(1000);
+    alarm(0);
     __atomic_store_n(&d->sh->device_ready, 1, __ATOMIC_RELEASE);
     /* Die with the host process.  A pidfd becomes readable when the whole
      * process exits (PR_SET_PDEATHSIG only tracks the forking thread). */
