@@ -64,6 +64,8 @@
 
 #include "simgpu_kernel.h"
 
+#include "../common/harness.h"
+
 #define PAGE 4096
 #define PAGES 48
 #define THREADS 3
@@ -98,14 +100,6 @@ struct step {
 	unsigned page, npages;
 	unsigned char value;
 };
-
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Step n (from 1) of thread t of the writer seeded `seed`; the checker
  * calls it too. Thread 1 runs the kernels, the others the CPU steps. */
@@ -258,12 +252,6 @@ struct totals {
 	unsigned long lost_synced, lost_unsynced, unsynced_bytes, device_stale, device_unpublished, leftover;
 };
 
-static void sleep_us(long us)
-{
-	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-	nanosleep(&ts, NULL);
-}
-
 /* Children of this process other than `keep` still alive (not zombies);
  * zombies are reaped on the way. Orphans of the writer land here. */
 static int stray_children(pid_t keep)
@@ -314,18 +302,11 @@ static int trial(const char *self, const char *file, const char *log, uint64_t s
 		return -1;
 	}
 	close(lfd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char seed_arg[32];
-		snprintf(seed_arg, sizeof(seed_arg), "%" PRIu64, seed);
-		execl(self, self, "writer", file, log, seed_arg, (char *)NULL);
-		_exit(127);
-	}
-	sleep_us(delay_us);
-	kill(pid, SIGKILL);
-	int status;
-	waitpid(pid, &status, 0);
-	if (!WIFSIGNALED(status)) {
+	char seed_arg[32];
+	snprintf(seed_arg, sizeof(seed_arg), "%" PRIu64, seed);
+	char *writer[] = {(char *)self, (char *)"writer", (char *)file, (char *)log, seed_arg, NULL};
+	int status = run_and_kill(writer, delay_us);
+	if (status == -1 || !WIFSIGNALED(status)) {
 		printf("survivor: FAIL: trial %lu: the writer exited (status %d) before the kill\n", current_trial,
 		       status);
 		return -1;

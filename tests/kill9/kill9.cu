@@ -41,6 +41,8 @@
 
 #include "simgpu_kernel.h"
 
+#include "../common/harness.h"
+
 #define PAGE 4096
 #define PAGES 64
 #define MAX_STEPS 100000
@@ -63,14 +65,6 @@ struct step {
 	unsigned page, npages;
 	unsigned char value;
 };
-
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* Step n (from 1) of the writer seeded `seed`; the checker calls it too. */
 static struct step step_of(uint64_t seed, unsigned n, bool gpu)
@@ -142,12 +136,6 @@ struct totals {
 	unsigned long lost_synced, lost_unsynced, unsynced_bytes;
 };
 
-static void sleep_us(long us)
-{
-	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-	nanosleep(&ts, NULL);
-}
-
 /* Processes running this program other than `self` (the writers and
  * their simulated devices, once all are gone: 0). */
 static int others_alive(pid_t self)
@@ -196,18 +184,12 @@ static int trial(const char *self, const char *file, const char *log, uint64_t s
 		return -1;
 	}
 	close(lfd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char seed_arg[32];
-		snprintf(seed_arg, sizeof(seed_arg), "%" PRIu64, seed);
-		execl(self, self, "writer", file, log, seed_arg, gpu ? "1" : "0", (char *)NULL);
-		_exit(127);
-	}
-	sleep_us(delay_us);
-	kill(pid, SIGKILL);
-	int status;
-	waitpid(pid, &status, 0);
-	if (!WIFSIGNALED(status)) {
+	char seed_arg[32];
+	snprintf(seed_arg, sizeof(seed_arg), "%" PRIu64, seed);
+	char *writer[] = {(char *)self, (char *)"writer", (char *)file, (char *)log, seed_arg,
+			  (char *)(gpu ? "1" : "0"), NULL};
+	int status = run_and_kill(writer, delay_us);
+	if (status == -1 || !WIFSIGNALED(status)) {
 		printf("kill9: FAIL: the writer exited (status %d) before the kill\n", status);
 		return -1;
 	}

@@ -50,6 +50,8 @@
 
 #include "simgpu_kernel.h"
 
+#include "../common/harness.h"
+
 #define PAGE 4096
 #define PAGES 128
 #define BYTES ((size_t)PAGES * PAGE)
@@ -82,13 +84,6 @@ static int workers;
 static double deadline;
 static pid_t peer_pid;
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
@@ -105,14 +100,6 @@ static void fail(const char *fmt, ...)
 static void tick(int id)
 {
 	__atomic_add_fetch(&progress[id], 1, __ATOMIC_RELAXED);
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /* --- lane writers (CPU stores, and the peer process) --- */
@@ -279,49 +266,6 @@ static void *version_checker(void *p)
 
 /* --- the watchdog --- */
 
-static void dump_own_stack(int sig)
-{
-	(void)sig;
-	void *frames[64];
-	int n = backtrace(frames, 64);
-	char head[64];
-	int len = snprintf(head, sizeof(head), "--- thread %ld\n", (long)syscall(SYS_gettid));
-	(void)!write(2, head, (size_t)len);
-	backtrace_symbols_fd(frames, n, 2);
-}
-
-static void dump_all_stacks(void)
-{
-	char pid[32];
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	if (access("/usr/bin/gdb", X_OK) == 0) {
-		pid_t g = fork();
-		if (g == 0) {
-			unsetenv("LD_PRELOAD");
-			dup2(2, 1);
-			execl("/usr/bin/gdb", "gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt 30",
-			      (char *)NULL);
-			_exit(127);
-		}
-		int status;
-		waitpid(g, &status, 0);
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			return;
-	}
-	/* No gdb: each thread prints its own. */
-	signal(SIGURG, dump_own_stack);
-	DIR *d = opendir("/proc/self/task");
-	for (struct dirent *e; d && (e = readdir(d));) {
-		long tid = atol(e->d_name);
-		if (tid > 0) {
-			syscall(SYS_tgkill, getpid(), tid, SIGURG);
-			usleep(100000);
-		}
-	}
-	if (d)
-		closedir(d);
-}
-
 static void *watchdog(void *p)
 {
 	double limit = *(double *)p;
@@ -353,7 +297,7 @@ static void *watchdog(void *p)
 			for (int i = 0; i < n; i++)
 				fprintf(stderr, " %s=%lu", worker_name[i], seen[i]);
 			fprintf(stderr, "\nstress: every thread's stack:\n");
-			dump_all_stacks();
+			dump_stacks(getpid());
 			fprintf(stderr, "stress: FAIL: hang\n");
 			/* Leave nothing behind if the shim still answers (SIGALRM
 			 * ends the process if it does not). */

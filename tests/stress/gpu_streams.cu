@@ -61,6 +61,8 @@
 
 #include "simgpu_kernel.h"
 
+#include "../common/harness.h"
+
 #define PAGE 4096
 #define PAGES 64
 #define BYTES ((size_t)PAGES * PAGE)
@@ -114,13 +116,6 @@ static unsigned long published3; /* lane 3's last completed round */
 
 #define stopping() __atomic_load_n(&sh->stop, __ATOMIC_RELAXED)
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
@@ -137,14 +132,6 @@ static void fail(const char *fmt, ...)
 static void tick(int id)
 {
 	__atomic_add_fetch(&sh->progress[id], 1, __ATOMIC_RELAXED);
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /* Lane `lane` of every page of m holds v (through the mapping), and of a
@@ -456,60 +443,6 @@ static int peer(const char *path, int id)
 
 /* --- the watchdog --- */
 
-static void dump_own_stack(int sig)
-{
-	void *frames[64];
-	int n = backtrace(frames, 64);
-	char head[64];
-	int len = snprintf(head, sizeof(head), "--- thread %ld\n", (long)syscall(SYS_gettid));
-	(void)sig;
-	(void)!write(2, head, (size_t)len);
-	backtrace_symbols_fd(frames, n, 2);
-}
-
-/* Every thread's stack of process pid: gdb when there is one, else (this
- * process only) each thread prints its own from a signal handler. gdb is
- * started with posix_spawn (a fork would run the shim's fork handling,
- * which a hung shim could block) through a shell that bounds it to 60 s
- * and then continues pid (a gdb killed while attached can leave it
- * stopped), without the shim in its environment. */
-extern char **environ;
-
-static void dump_stacks(pid_t pid)
-{
-	if (access("/usr/bin/gdb", X_OK) == 0) {
-		char script[256];
-		snprintf(script, sizeof(script),
-			 "timeout -s KILL 60 /usr/bin/gdb -batch -nx -p %d -ex 'thread apply all bt 30' 1>&2; "
-			 "rc=$?; kill -CONT %d; exit $rc", (int)pid, (int)pid);
-		char *args[] = {(char *)"sh", (char *)"-c", script, NULL};
-		char *env[256];
-		int n = 0;
-		for (char **e = environ; *e && n < 255; e++)
-			if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
-				env[n++] = *e;
-		env[n] = NULL;
-		pid_t c;
-		int status;
-		if (posix_spawn(&c, "/bin/sh", NULL, NULL, args, env) == 0 && waitpid(c, &status, 0) == c &&
-		    WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			return;
-	}
-	if (pid != getpid())
-		return;
-	signal(SIGURG, dump_own_stack);
-	DIR *d = opendir("/proc/self/task");
-	for (struct dirent *e; d && (e = readdir(d));) {
-		long tid = atol(e->d_name);
-		if (tid > 0) {
-			syscall(SYS_tgkill, getpid(), tid, SIGURG);
-			usleep(100000);
-		}
-	}
-	if (d)
-		closedir(d);
-}
-
 struct watch_arg {
 	double limit, deadline;
 };
@@ -614,7 +547,7 @@ int main(int argc, char **argv)
 		     {"lane2_legacy", legacy_worker, true}, {"lane3_rounds", round_writer, false},
 		     {"lane4_write", write_worker, false},  {"lane5_remap", remap_worker, true},
 		     {"lane7_pages", page_writer, false},   {"versions", version_watcher, false}};
-	enum { NKINDS = sizeof(kinds) / sizeof(kinds[0]) };
+	const int NKINDS = (int)(sizeof(kinds) / sizeof(kinds[0]));
 	int peer_id = NKINDS;
 	for (int i = 0; i < NKINDS; i++) {
 		worker_name[i] = kinds[i].name;
