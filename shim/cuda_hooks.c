@@ -14,7 +14,7 @@
  *    for that self-lookup (research/cuda_interpose.md §1.2);
  *  - a program linked with -lcuda calls the ABI names, which the shim
  *    exports; one linked with a shared libcudart calls the runtime names,
- *    also exported, and forwarded with RTLD_NEXT.
+ *    also exported, and forwarded with RTLD_NEXT (cuda_runtime_hooks.c).
  *
  * Everything is keyed by one table of rows (base name, cudaVersion,
  * per-thread, ABI name, wrapper, real pointer). A wrapper's real pointer is
@@ -26,10 +26,7 @@
  * the protocol makes, forward without acting: one launch is reported once.
  */
 #define _GNU_SOURCE
-/* cuda.h then declares every ABI name (_v2, _ptsz, _ptds, the 4-argument
- * cuGetProcAddress) as the driver's own build sees them, so each wrapper
- * below is checked against the header's prototype. */
-#define __CUDA_API_VERSION_INTERNAL 1
+#include "cuda_hooks.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -37,88 +34,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-#include <cuda_runtime_api.h>
-
-#include "gpu.h"
-
-#define GAIA_EXPORT __attribute__((visibility("default")))
 /* Code reachable from dlsym, which a sanitizer runtime preloaded ahead of
  * the shim calls before it has initialised itself. */
 #define GAIA_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
-
-enum hook_lib { DRV, RT };
-
-/* The hook table: (base name, cudaVersion, per-thread, ABI name, library,
- * the ABI's function type in cudaTypedefs.h, which the wrapper must have;
- * runtime rows have no versions).
- * cuGetProcAddress picks, among the driver rows of a base name, the one
- * with the highest version <= the caller's cudaVersion, per-thread rows
- * for flag 2 (falling back to the legacy rows, for names that have no
- * per-thread form). Versions are those of cudaTypedefs.h's PFN_* types.
- *
- * Deliberately absent: the 2000-version copies (32-bit device pointers,
- * passed through), cuMemcpyDtoD (no host-side synchronization, per the
- * driver's sync-behavior notes) and the deprecated
- * cuLaunchCooperativeKernelMultiDevice. */
-#define CUDA_HOOK_TABLE(X)                                                                                                                  \
-	/* resolvers; the 4-argument ABI (11030) answers any older query */                                                                 \
-	X(cuGetProcAddress,                 0,     0, cuGetProcAddress,                      DRV, PFN_cuGetProcAddress_v11030)              \
-	X(cuGetProcAddress,                 12000, 0, cuGetProcAddress_v2,                   DRV, PFN_cuGetProcAddress_v12000)              \
-	X(cuInit,                           2000,  0, cuInit,                                DRV, PFN_cuInit_v2000)                         \
-	/* launches */                                                                                                                      \
-	X(cuLaunchKernel,                   4000,  0, cuLaunchKernel,                        DRV, PFN_cuLaunchKernel_v4000)                 \
-	X(cuLaunchKernel,                   7000,  1, cuLaunchKernel_ptsz,                   DRV, PFN_cuLaunchKernel_v7000_ptsz)            \
-	X(cuLaunchKernelEx,                 11060, 0, cuLaunchKernelEx,                      DRV, PFN_cuLaunchKernelEx_v11060)              \
-	X(cuLaunchKernelEx,                 11060, 1, cuLaunchKernelEx_ptsz,                 DRV, PFN_cuLaunchKernelEx_v11060_ptsz)         \
-	X(cuLaunchCooperativeKernel,        9000,  0, cuLaunchCooperativeKernel,             DRV, PFN_cuLaunchCooperativeKernel_v9000)      \
-	X(cuLaunchCooperativeKernel,        9000,  1, cuLaunchCooperativeKernel_ptsz,        DRV, PFN_cuLaunchCooperativeKernel_v9000_ptsz) \
-	X(cuGraphLaunch,                    10000, 0, cuGraphLaunch,                         DRV, PFN_cuGraphLaunch_v10000)                 \
-	X(cuGraphLaunch,                    10000, 1, cuGraphLaunch_ptsz,                    DRV, PFN_cuGraphLaunch_v10000_ptsz)            \
-	/* host synchronizations */                                                                                                         \
-	X(cuCtxSynchronize,                 2000,  0, cuCtxSynchronize,                      DRV, PFN_cuCtxSynchronize_v2000)               \
-	X(cuCtxSynchronize,                 13000, 0, cuCtxSynchronize_v2,                   DRV, PFN_cuCtxSynchronize_v13000)              \
-	X(cuStreamSynchronize,              2000,  0, cuStreamSynchronize,                   DRV, PFN_cuStreamSynchronize_v2000)            \
-	X(cuStreamSynchronize,              7000,  1, cuStreamSynchronize_ptsz,              DRV, PFN_cuStreamSynchronize_v7000_ptsz)       \
-	X(cuEventSynchronize,               2000,  0, cuEventSynchronize,                    DRV, PFN_cuEventSynchronize_v2000)             \
-	X(cuStreamQuery,                    2000,  0, cuStreamQuery,                         DRV, PFN_cuStreamQuery_v2000)                  \
-	X(cuStreamQuery,                    7000,  1, cuStreamQuery_ptsz,                    DRV, PFN_cuStreamQuery_v7000_ptsz)             \
-	X(cuEventQuery,                     2000,  0, cuEventQuery,                          DRV, PFN_cuEventQuery_v2000)                   \
-	/* copies that return after the device caught up */                                                                                 \
-	X(cuMemcpy,                         4000,  0, cuMemcpy,                              DRV, PFN_cuMemcpy_v4000)                       \
-	X(cuMemcpy,                         7000,  1, cuMemcpy_ptds,                         DRV, PFN_cuMemcpy_v7000_ptds)                  \
-	X(cuMemcpyDtoH,                     3020,  0, cuMemcpyDtoH_v2,                       DRV, PFN_cuMemcpyDtoH_v3020)                   \
-	X(cuMemcpyDtoH,                     7000,  1, cuMemcpyDtoH_v2_ptds,                  DRV, PFN_cuMemcpyDtoH_v7000_ptds)              \
-	X(cuMemcpyHtoD,                     3020,  0, cuMemcpyHtoD_v2,                       DRV, PFN_cuMemcpyHtoD_v3020)                   \
-	X(cuMemcpyHtoD,                     7000,  1, cuMemcpyHtoD_v2_ptds,                  DRV, PFN_cuMemcpyHtoD_v7000_ptds)              \
-	X(cuMemcpyDtoHAsync,                3020,  0, cuMemcpyDtoHAsync_v2,                  DRV, PFN_cuMemcpyDtoHAsync_v3020)              \
-	X(cuMemcpyDtoHAsync,                7000,  1, cuMemcpyDtoHAsync_v2_ptsz,             DRV, PFN_cuMemcpyDtoHAsync_v7000_ptsz)         \
-	X(cuMemcpyAsync,                    4000,  0, cuMemcpyAsync,                         DRV, PFN_cuMemcpyAsync_v4000)                  \
-	X(cuMemcpyAsync,                    7000,  1, cuMemcpyAsync_ptsz,                    DRV, PFN_cuMemcpyAsync_v7000_ptsz)             \
-	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
-	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
-	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \
-	X(cudaDeviceSynchronize,            0,     0, cudaDeviceSynchronize,                 RT,  none)                                     \
-	X(cudaStreamSynchronize,            0,     0, cudaStreamSynchronize,                 RT,  none)                                     \
-	X(cudaStreamSynchronize,            0,     1, cudaStreamSynchronize_ptsz,            RT,  none)                                     \
-	X(cudaEventSynchronize,             0,     0, cudaEventSynchronize,                  RT,  none)                                     \
-	X(cudaStreamQuery,                  0,     0, cudaStreamQuery,                       RT,  none)                                     \
-	X(cudaStreamQuery,                  0,     1, cudaStreamQuery_ptsz,                  RT,  none)                                     \
-	X(cudaEventQuery,                   0,     0, cudaEventQuery,                        RT,  none)                                     \
-	X(cudaMemcpy,                       0,     0, cudaMemcpy,                            RT,  none)                                     \
-	X(cudaMemcpy,                       0,     1, cudaMemcpy_ptds,                       RT,  none)                                     \
-	X(cudaGetDriverEntryPoint,          0,     0, cudaGetDriverEntryPoint,               RT,  none)                                     \
-	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
-	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
-	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
-
-enum hook_id {
-#define HOOK_ENUM(base, ver, pt, abi, lib, pfn) HOOK_##abi,
-	CUDA_HOOK_TABLE(HOOK_ENUM)
-#undef HOOK_ENUM
-	HOOK_COUNT
-};
 
 struct hook {
 	const char *base;
@@ -331,7 +249,7 @@ static void *runtime_real(const char *abi_name)
 
 /* The real function behind row `id`: what was substituted, else looked
  * up by its ABI name. NULL when the library is not loaded. */
-static void *hook_real(enum hook_id id)
+void *hook_real(enum hook_id id)
 {
 	void *p = __atomic_load_n(&hooks[id].real, __ATOMIC_ACQUIRE);
 
@@ -342,8 +260,6 @@ static void *hook_real(enum hook_id id)
 		hook_remember(id, p);
 	return p;
 }
-
-#define REAL_OF(abi) ((__typeof__(&abi))hook_real(HOOK_##abi))
 
 /* ------------------------------------------------------------------ */
 /* cuGetProcAddress                                                    */
@@ -369,7 +285,7 @@ static int hook_for_lookup(const char *symbol, int version, cuuint64_t flags)
 /* After a resolver answered (symbol, version, flags) with *pfn: put the
  * wrapper in its place when the row is known. Only ever for a resolved
  * symbol: a NULL *pfn means "absent" and must stay NULL. */
-static void procaddr_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
+void procaddr_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	int id;
 
@@ -438,8 +354,8 @@ GAIA_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
  * one, whose NULL stream is the calling thread's default stream; the
  * protocol is told so explicitly (CU_STREAM_PER_THREAD), since the driver
  * calls it makes itself are the legacy-stream ones. */
-static struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstream stream, bool per_thread,
-				     void **params, void **extra)
+struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstream stream, bool per_thread,
+			      void **params, void **extra)
 {
 	struct gpu_launch l = {
 		.kind = kind,
@@ -671,7 +587,7 @@ static bool is_device(const void *p)
  * Async copies: only device to pageable host memory returns after the
  * copy (so after the work before it); to pinned memory it is truly
  * asynchronous. */
-static bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
+bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
 {
 	return !(is_device((const void *)(uintptr_t)dst) && is_device((const void *)(uintptr_t)src));
 }
@@ -759,207 +675,11 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
 }
 
-/* ------------------------------------------------------------------ */
-/* Runtime-API hooks (a shared libcudart)                             */
-
-/* The protocol speaks CUresult; it only tells success from failure. */
-static CUresult runtime_rc(cudaError_t e)
-{
-	return e == cudaSuccess ? CUDA_SUCCESS : e == cudaErrorNotReady ? CUDA_ERROR_NOT_READY : CUDA_ERROR_UNKNOWN;
-}
-
-/* While a runtime hook runs, the driver wrappers its cudart reaches
- * forward without acting (gpu_hook_depth). A libcudart that cannot be
- * found answers as the runtime does without a driver. */
-static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, const void *func, dim3 grid,
-				  dim3 block, void **args, size_t smem, cudaStream_t stream)
-{
-	struct gpu_launch l;
-	cudaError_t e;
-
-	if (!real)
-		return cudaErrorInitializationError;
-	if (gpu_hook_depth)
-		return real(func, grid, block, args, smem, stream);
-	l = launch_info(GPU_FUNC_RUNTIME, func, (CUstream)stream, pt, args, NULL);
-	gpu_hook_depth++;
-	gpu_launch_prepare(&l);
-	if (l.error) {
-		/* Refused (the region could not be brought to the device). The
-		 * runtime must record an error for cudaGetLastError, and has no
-		 * call that sets one: an empty grid makes it record
-		 * cudaErrorInvalidConfiguration, and launches nothing. */
-		dim3 none = {0, 0, 0};
-		e = real(func, none, block, l.fwd_params, smem, stream);
-		if (e == cudaSuccess)
-			e = cudaErrorUnknown;
-	} else {
-		e = real(func, grid, block, l.fwd_params, smem, stream);
-	}
-	gpu_launch_done(&l, runtime_rc(e));
-	gpu_hook_depth--;
-	return e;
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-						    size_t sharedMem, cudaStream_t stream)
-{
-	return runtime_launch(REAL_OF(cudaLaunchKernel), false, func, gridDim, blockDim, args, sharedMem, stream);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-							 size_t sharedMem, cudaStream_t stream)
-{
-	return runtime_launch(REAL_OF(cudaLaunchKernel_ptsz), true, func, gridDim, blockDim, args, sharedMem,
-			      stream);
-}
-
-#define RUNTIME_SYNC(real, call, kind, is_sync)                              \
-	do {                                                                 \
-		cudaError_t e_;                                              \
-		if (!(real))                                                 \
-			return cudaErrorInitializationError;                 \
-		if (gpu_hook_depth)                                          \
-			return (call);                                       \
-		gpu_hook_depth++;                                            \
-		e_ = (call);                                                 \
-		if (is_sync && gpu_after_sync((kind), runtime_rc(e_)) &&     \
-		    e_ == cudaSuccess)                                       \
-			e_ = cudaErrorUnknown;                               \
-		gpu_hook_depth--;                                            \
-		return e_;                                                   \
-	} while (0)
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
-{
-	__typeof__(&cudaDeviceSynchronize) real = REAL_OF(cudaDeviceSynchronize);
-
-	RUNTIME_SYNC(real, real(), GPU_SYNC_CONTEXT, true);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
-{
-	__typeof__(&cudaStreamSynchronize) real = REAL_OF(cudaStreamSynchronize);
-
-	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
-{
-	__typeof__(&cudaStreamSynchronize_ptsz) real = REAL_OF(cudaStreamSynchronize_ptsz);
-
-	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
-{
-	__typeof__(&cudaEventSynchronize) real = REAL_OF(cudaEventSynchronize);
-
-	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, true);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
-{
-	__typeof__(&cudaStreamQuery) real = REAL_OF(cudaStreamQuery);
-
-	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream)
-{
-	__typeof__(&cudaStreamQuery_ptsz) real = REAL_OF(cudaStreamQuery_ptsz);
-
-	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
-{
-	__typeof__(&cudaEventQuery) real = REAL_OF(cudaEventQuery);
-
-	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, e_ == cudaSuccess);
-}
-
-/* cudaMemcpy: the same rule as the driver's synchronous copies; the kind
- * says the direction, except cudaMemcpyDefault (unified addressing). */
-static bool runtime_memcpy_is_host_sync(void *dst, const void *src, enum cudaMemcpyKind kind)
-{
-	if (kind == cudaMemcpyDeviceToDevice)
-		return false;
-	if (kind == cudaMemcpyDefault)
-		return memcpy_sync_is_host_sync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src);
-	return true;
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	__typeof__(&cudaMemcpy) real = REAL_OF(cudaMemcpy);
-
-	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
-		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	__typeof__(&cudaMemcpy_ptds) real = REAL_OF(cudaMemcpy_ptds);
-
-	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
-		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
-}
-
-/* cudaGetDriverEntryPointByVersion is cuGetProcAddress behind the runtime:
- * the same substitution. cudaEnablePerThreadDefaultStream is the driver's
- * flag 2; the _ptsz forms default to it. */
-static cuuint64_t entry_point_flags(unsigned long long flags, bool pt)
-{
-	if (pt && !(flags & (cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)))
-		flags |= cudaEnablePerThreadDefaultStream;
-	return flags & cudaEnablePerThreadDefaultStream ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
-}
-
-static cudaError_t entry_point_by_version(__typeof__(&cudaGetDriverEntryPointByVersion) real, bool pt,
-					  const char *symbol, void **funcPtr, unsigned int cudaVersion,
-					  unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
-{
-	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
-	cudaError_t e;
-
-	if (!real)
-		return cudaErrorInitializationError;
-	e = real(symbol, funcPtr, cudaVersion, flags, &st);
-	if (status)
-		*status = st;
-	if (e == cudaSuccess && st == cudaDriverEntryPointSuccess)
-		procaddr_substitute(symbol, funcPtr, (int)cudaVersion, entry_point_flags(flags, pt));
-	return e;
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-								    unsigned int cudaVersion, unsigned long long flags,
-								    enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion), false, symbol, funcPtr, cudaVersion,
-				      flags, driverStatus);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
-									 unsigned int cudaVersion,
-									 unsigned long long flags,
-									 enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion_ptsz), true, symbol, funcPtr,
-				      cudaVersion, flags, driverStatus);
-}
-
-/* The shim stands in for cudaGetDriverEntryPoint[_ptsz], deprecated in
- * CUDA 12.5 but still exported and used; naming it is no use of it. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-
 /* cudaGetDriverEntryPoint picks the version itself (that of the runtime
  * in the process, which the shim does not know). The row is therefore the
  * one whose ABI entry in libcuda is exactly the pointer handed out; no
  * such row, no substitution. */
-static void entry_point_substitute_by_identity(const char *symbol, void **funcPtr)
+void hook_substitute_by_identity(const char *symbol, void **funcPtr)
 {
 	if (!symbol || !funcPtr || !*funcPtr)
 		return;
@@ -972,44 +692,22 @@ static void entry_point_substitute_by_identity(const char *symbol, void **funcPt
 	}
 }
 
-static cudaError_t entry_point(__typeof__(&cudaGetDriverEntryPoint) real, const char *symbol, void **funcPtr,
-			       unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
-{
-	enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
-	cudaError_t e;
-
-	if (!real)
-		return cudaErrorInitializationError;
-	e = real(symbol, funcPtr, flags, &st);
-	if (status)
-		*status = st;
-	if (e == cudaSuccess && st == cudaDriverEntryPointSuccess)
-		entry_point_substitute_by_identity(symbol, funcPtr);
-	return e;
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
-							   enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point(REAL_OF(cudaGetDriverEntryPoint), symbol, funcPtr, flags, driverStatus);
-}
-
-GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
-								unsigned long long flags,
-								enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point(REAL_OF(cudaGetDriverEntryPoint_ptsz), symbol, funcPtr, flags, driverStatus);
-}
-
 /* ------------------------------------------------------------------ */
 /* The table                                                          */
 
-/* The wrappers are exported (interposable) names; the table points at
- * them through hidden aliases, so the pointer handed out is always the
- * shim's own, whatever else in the process defines the same name. */
-#define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) \
-	extern __typeof__(abi) hook_##abi __attribute__((alias(#abi), visibility("hidden")));
+/* The table names cudaGetDriverEntryPoint[_ptsz], deprecated in CUDA
+ * 12.5 but still exported and used (cuda_runtime_hooks.c). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/* The hidden aliases the table points at (cuda_hooks.h): the driver
+ * wrappers' here, the runtime wrappers' in cuda_runtime_hooks.c. */
+#define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_##lib(abi)
+#define HOOK_ALIAS_DRV(abi) HOOK_ALIAS_DEFINE(abi)
+#define HOOK_ALIAS_RT(abi) HOOK_ALIAS_DECLARE(abi)
 CUDA_HOOK_TABLE(HOOK_ALIAS)
+#undef HOOK_ALIAS_RT
+#undef HOOK_ALIAS_DRV
 #undef HOOK_ALIAS
 
 /* A row's version must name the ABI its wrapper implements: the

@@ -1,0 +1,123 @@
+/* What the CUDA interception layer's two files share (cuda_hooks.c: the
+ * dlsym hook, the resolvers, the driver wrappers and the table;
+ * cuda_runtime_hooks.c: the runtime-API wrappers): the table of rows and
+ * the calls between them. Included first, after _GNU_SOURCE. */
+#ifndef GAIA_CUDA_HOOKS_H
+#define GAIA_CUDA_HOOKS_H
+
+/* cuda.h then declares every ABI name (_v2, _ptsz, _ptds, the 4-argument
+ * cuGetProcAddress) as the driver's own build sees them, so each wrapper
+ * is checked against the header's prototype. */
+#define __CUDA_API_VERSION_INTERNAL 1
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include "gpu.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+enum hook_lib { DRV, RT };
+
+/* The hook table: (base name, cudaVersion, per-thread, ABI name, library,
+ * the ABI's function type in cudaTypedefs.h, which the wrapper must have;
+ * runtime rows have no versions).
+ * cuGetProcAddress picks, among the driver rows of a base name, the one
+ * with the highest version <= the caller's cudaVersion, per-thread rows
+ * for flag 2 (falling back to the legacy rows, for names that have no
+ * per-thread form). Versions are those of cudaTypedefs.h's PFN_* types.
+ *
+ * Deliberately absent: the 2000-version copies (32-bit device pointers,
+ * passed through), cuMemcpyDtoD (no host-side synchronization, per the
+ * driver's sync-behavior notes) and the deprecated
+ * cuLaunchCooperativeKernelMultiDevice. */
+#define CUDA_HOOK_TABLE(X)                                                                                                                  \
+	/* resolvers; the 4-argument ABI (11030) answers any older query */                                                                 \
+	X(cuGetProcAddress,                 0,     0, cuGetProcAddress,                      DRV, PFN_cuGetProcAddress_v11030)              \
+	X(cuGetProcAddress,                 12000, 0, cuGetProcAddress_v2,                   DRV, PFN_cuGetProcAddress_v12000)              \
+	X(cuInit,                           2000,  0, cuInit,                                DRV, PFN_cuInit_v2000)                         \
+	/* launches */                                                                                                                      \
+	X(cuLaunchKernel,                   4000,  0, cuLaunchKernel,                        DRV, PFN_cuLaunchKernel_v4000)                 \
+	X(cuLaunchKernel,                   7000,  1, cuLaunchKernel_ptsz,                   DRV, PFN_cuLaunchKernel_v7000_ptsz)            \
+	X(cuLaunchKernelEx,                 11060, 0, cuLaunchKernelEx,                      DRV, PFN_cuLaunchKernelEx_v11060)              \
+	X(cuLaunchKernelEx,                 11060, 1, cuLaunchKernelEx_ptsz,                 DRV, PFN_cuLaunchKernelEx_v11060_ptsz)         \
+	X(cuLaunchCooperativeKernel,        9000,  0, cuLaunchCooperativeKernel,             DRV, PFN_cuLaunchCooperativeKernel_v9000)      \
+	X(cuLaunchCooperativeKernel,        9000,  1, cuLaunchCooperativeKernel_ptsz,        DRV, PFN_cuLaunchCooperativeKernel_v9000_ptsz) \
+	X(cuGraphLaunch,                    10000, 0, cuGraphLaunch,                         DRV, PFN_cuGraphLaunch_v10000)                 \
+	X(cuGraphLaunch,                    10000, 1, cuGraphLaunch_ptsz,                    DRV, PFN_cuGraphLaunch_v10000_ptsz)            \
+	/* host synchronizations */                                                                                                         \
+	X(cuCtxSynchronize,                 2000,  0, cuCtxSynchronize,                      DRV, PFN_cuCtxSynchronize_v2000)               \
+	X(cuCtxSynchronize,                 13000, 0, cuCtxSynchronize_v2,                   DRV, PFN_cuCtxSynchronize_v13000)              \
+	X(cuStreamSynchronize,              2000,  0, cuStreamSynchronize,                   DRV, PFN_cuStreamSynchronize_v2000)            \
+	X(cuStreamSynchronize,              7000,  1, cuStreamSynchronize_ptsz,              DRV, PFN_cuStreamSynchronize_v7000_ptsz)       \
+	X(cuEventSynchronize,               2000,  0, cuEventSynchronize,                    DRV, PFN_cuEventSynchronize_v2000)             \
+	X(cuStreamQuery,                    2000,  0, cuStreamQuery,                         DRV, PFN_cuStreamQuery_v2000)                  \
+	X(cuStreamQuery,                    7000,  1, cuStreamQuery_ptsz,                    DRV, PFN_cuStreamQuery_v7000_ptsz)             \
+	X(cuEventQuery,                     2000,  0, cuEventQuery,                          DRV, PFN_cuEventQuery_v2000)                   \
+	/* copies that return after the device caught up */                                                                                 \
+	X(cuMemcpy,                         4000,  0, cuMemcpy,                              DRV, PFN_cuMemcpy_v4000)                       \
+	X(cuMemcpy,                         7000,  1, cuMemcpy_ptds,                         DRV, PFN_cuMemcpy_v7000_ptds)                  \
+	X(cuMemcpyDtoH,                     3020,  0, cuMemcpyDtoH_v2,                       DRV, PFN_cuMemcpyDtoH_v3020)                   \
+	X(cuMemcpyDtoH,                     7000,  1, cuMemcpyDtoH_v2_ptds,                  DRV, PFN_cuMemcpyDtoH_v7000_ptds)              \
+	X(cuMemcpyHtoD,                     3020,  0, cuMemcpyHtoD_v2,                       DRV, PFN_cuMemcpyHtoD_v3020)                   \
+	X(cuMemcpyHtoD,                     7000,  1, cuMemcpyHtoD_v2_ptds,                  DRV, PFN_cuMemcpyHtoD_v7000_ptds)              \
+	X(cuMemcpyDtoHAsync,                3020,  0, cuMemcpyDtoHAsync_v2,                  DRV, PFN_cuMemcpyDtoHAsync_v3020)              \
+	X(cuMemcpyDtoHAsync,                7000,  1, cuMemcpyDtoHAsync_v2_ptsz,             DRV, PFN_cuMemcpyDtoHAsync_v7000_ptsz)         \
+	X(cuMemcpyAsync,                    4000,  0, cuMemcpyAsync,                         DRV, PFN_cuMemcpyAsync_v4000)                  \
+	X(cuMemcpyAsync,                    7000,  1, cuMemcpyAsync_ptsz,                    DRV, PFN_cuMemcpyAsync_v7000_ptsz)             \
+	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
+	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
+	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \
+	X(cudaDeviceSynchronize,            0,     0, cudaDeviceSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     0, cudaStreamSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     1, cudaStreamSynchronize_ptsz,            RT,  none)                                     \
+	X(cudaEventSynchronize,             0,     0, cudaEventSynchronize,                  RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     0, cudaStreamQuery,                       RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     1, cudaStreamQuery_ptsz,                  RT,  none)                                     \
+	X(cudaEventQuery,                   0,     0, cudaEventQuery,                        RT,  none)                                     \
+	X(cudaMemcpy,                       0,     0, cudaMemcpy,                            RT,  none)                                     \
+	X(cudaMemcpy,                       0,     1, cudaMemcpy_ptds,                       RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     0, cudaGetDriverEntryPoint,               RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
+
+enum hook_id {
+#define HOOK_ENUM(base, ver, pt, abi, lib, pfn) HOOK_##abi,
+	CUDA_HOOK_TABLE(HOOK_ENUM)
+#undef HOOK_ENUM
+	HOOK_COUNT
+};
+
+/* The real function behind row `id`: what was substituted, else looked
+ * up by its ABI name. NULL when the library is not loaded. */
+GAIA_HIDDEN void *hook_real(enum hook_id id);
+#define REAL_OF(abi) ((__typeof__(&abi))hook_real(HOOK_##abi))
+
+/* After a resolver answered (symbol, version, flags) with *pfn: put the
+ * wrapper in its place when the row is known. */
+GAIA_HIDDEN void procaddr_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags);
+/* The same for an answer whose version the shim does not know: the row
+ * whose real entry is exactly *funcPtr. */
+GAIA_HIDDEN void hook_substitute_by_identity(const char *symbol, void **funcPtr);
+
+/* What a launch hands the protocol (gpu.h). */
+GAIA_HIDDEN struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstream stream,
+					  bool per_thread, void **params, void **extra);
+/* Whether a synchronous copy between these addresses waits for the host
+ * (every direction but device to device). */
+GAIA_HIDDEN bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src);
+
+/* The wrappers are exported (interposable) names; the table points at
+ * them through hidden aliases hook_<abi>, so the pointer handed out is
+ * always the shim's own, whatever else in the process defines the same
+ * name. An alias is defined where its wrapper is, per library. */
+#define HOOK_ALIAS_DEFINE(abi) \
+	extern __typeof__(abi) hook_##abi __attribute__((alias(#abi), visibility("hidden")));
+#define HOOK_ALIAS_DECLARE(abi) extern __typeof__(abi) hook_##abi __attribute__((visibility("hidden")));
+
+#endif
