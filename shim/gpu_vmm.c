@@ -63,9 +63,17 @@ const char *gpu_vmm_probe(int device)
  * teardown), a program thread touching it would fault on an empty range.
  * A SIGSEGV handler, installed at the first move and chained to whatever
  * was there before, makes such a thread wait for the move to end and
- * retry; every other fault goes to the previous handler. */
+ * retry; every other fault goes to the previous handler.
+ * A thread that faulted during a move may reach the handler only after the
+ * move ended (it was preempted in between): a fault in the range of the
+ * last move is retried once more, and only when the same thread faults
+ * again at the same address with no move ended since is it the program's. */
 static uintptr_t moving_start, moving_end; /* atomics: read by the handler */
 static volatile int moving; /* futex word: 1 while a move is under way */
+static uintptr_t moved_start, moved_end; /* atomics: the last move's range */
+static unsigned moves_ended;             /* atomic */
+static __thread uintptr_t retried_addr __attribute__((tls_model("initial-exec")));
+static __thread unsigned retried_after __attribute__((tls_model("initial-exec")));
 static struct sigaction previous_segv;
 
 static void chain_segv(int sig, siginfo_t *info, void *ctx)
@@ -90,6 +98,13 @@ static void on_segv(int sig, siginfo_t *info, void *ctx)
 			syscall(SYS_futex, &moving, FUTEX_WAIT, 1, NULL, NULL, 0);
 		return; /* the access is retried on the range as it is now */
 	}
+	unsigned ended = __atomic_load_n(&moves_ended, __ATOMIC_ACQUIRE);
+	if (ended && a >= __atomic_load_n(&moved_start, __ATOMIC_RELAXED) &&
+	    a < __atomic_load_n(&moved_end, __ATOMIC_RELAXED) && !(retried_addr == a && retried_after == ended)) {
+		retried_addr = a;
+		retried_after = ended;
+		return; /* a fault from a move that has ended: retried once */
+	}
 	chain_segv(sig, info, ctx);
 }
 
@@ -110,6 +125,9 @@ void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 
 void gpu_vmm_guard_end(void)
 {
+	__atomic_store_n(&moved_start, __atomic_load_n(&moving_start, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	__atomic_store_n(&moved_end, __atomic_load_n(&moving_end, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&moves_ended, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&moving, 0, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &moving, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -348,6 +350,61 @@ static void case_touch_during_first_launch(void)
 	      "the file holds %u", got);
 }
 
+/* vmm: a thread that faulted on a region while the first launch moved it
+ * aside may reach the shim's SIGSEGV handler only after the move ended.
+ * That fault is retried, not handed to the program's handler (which would
+ * kill the thread or the program); the same fault again is the program's.
+ * The late delivery is made here: SIGSEGV with the region's address, sent
+ * to this thread with rt_tgsigqueueinfo after the move. */
+static volatile sig_atomic_t program_segvs;
+
+static void program_segv(int sig, siginfo_t *info, void *ctx)
+{
+	(void)sig, (void)info, (void)ctx;
+	program_segvs++;
+}
+
+static void deliver_segv(void *addr)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGSEGV;
+	si.si_code = SEGV_MAPERR;
+	si.si_addr = addr;
+	CHECK(syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGSEGV, &si) == 0,
+	      "rt_tgsigqueueinfo: %s", strerror(errno));
+	usleep(1000); /* a sanitizer may hold the signal until its next call */
+}
+
+static void case_late_fault_after_move(void)
+{
+	const char *backing = getenv("GAIA_BACKING");
+	if (!backing || strcmp(backing, "vmm") != 0)
+		exit(77); /* only vmm moves regions */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = program_segv;
+	sa.sa_flags = SA_SIGINFO;
+	CHECK(sigaction(SIGSEGV, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+	const size_t bytes = 16 * PAGE;
+	int fd = make_file(bytes, 3);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes); /* the first launch moves the region */
+	CUDA_OK(cudaDeviceSynchronize());
+	deliver_segv(m + 5 * PAGE + 8);
+	CHECK(program_segvs == 0, "a fault from the ended move reached the program's handler");
+	deliver_segv(m + 5 * PAGE + 8);
+	CHECK(program_segvs == 1, "the same fault again did not reach the program's handler (%d)",
+	      (int)program_segvs);
+	static unsigned char elsewhere[PAGE];
+	deliver_segv(elsewhere);
+	CHECK(program_segvs == 2, "a fault outside the moved region did not reach the program (%d)",
+	      (int)program_segvs);
+	CHECK(m[5 * PAGE + 8] == 3, "the region's bytes: %u", m[5 * PAGE + 8]);
+}
+
 /* A read-only mapping: kernels' writes to it are not merged; made
  * writable with mprotect, they are. */
 static void case_mprotect_writable(void)
@@ -553,6 +610,8 @@ int main(int argc, char **argv)
 		case_launch_after_launch();
 	else if (!strcmp(c, "touch_during_first_launch"))
 		case_touch_during_first_launch();
+	else if (!strcmp(c, "late_fault_after_move"))
+		case_late_fault_after_move();
 	else if (!strcmp(c, "mprotect_writable"))
 		case_mprotect_writable();
 	else if (!strcmp(c, "peer_read"))
