@@ -7,17 +7,21 @@
  * file. So close() of one of ours succeeds without closing it, and
  * close_range()/closefrom() close everything around them.
  *
- * Ours are also never 0, 1 or 2: a program started with stdin closed
- * would otherwise get one of them where it expects its standard streams
- * (and dup2() over it). A bit per descriptor below GUARD_FDS, set and read
- * atomically, so the close hook is async-signal-safe (a child between fork
- * and exec closes descriptors too). */
+ * Ours are also kept high, away from the numbers a program counts on: the
+ * lowest free ones, which its open() returns (a daemon that closed
+ * everything expects 3 next), the small fixed ones it dup2()s onto, and
+ * 0, 1 and 2 above all (a program started with stdin closed would get one
+ * of ours there). They start at half the descriptor limit, or at 1024 when
+ * the limit is higher than 2048. A bit per descriptor below GUARD_FDS, set
+ * and read atomically, so the close hook is async-signal-safe (a child
+ * between fork and exec closes descriptors too). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,16 +38,30 @@ static bool fd_guarded(int fd)
 	       (__atomic_load_n(&guarded[fd / 64], __ATOMIC_ACQUIRE) >> (fd % 64) & 1);
 }
 
+static int high_base(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 2048)
+		return 1024;
+	return rl.rlim_cur / 2 > STDERR_FILENO ? (int)(rl.rlim_cur / 2) : STDERR_FILENO + 1;
+}
+
 int gaia_fd_keep(int fd)
 {
 	if (fd < 0)
 		return fd;
-	if (fd <= STDERR_FILENO) {
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-		REAL(close)(fd);
-		if (high < 0)
-			return -1;
-		fd = high;
+	int base = high_base();
+	if (fd < base) {
+		/* Where the table is full up there, anywhere above stderr. */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, base);
+		if (high < 0 && fd <= STDERR_FILENO)
+			high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		if (high >= 0 || fd <= STDERR_FILENO) {
+			REAL(close)(fd);
+			if (high < 0)
+				return -1;
+			fd = high;
+		}
 	}
 	if (fd < GUARD_FDS)
 		__atomic_fetch_or(&guarded[fd / 64], 1ull << (fd % 64), __ATOMIC_RELEASE);

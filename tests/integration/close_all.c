@@ -96,13 +96,19 @@ static int round_after(int how, char *map, const char *path_a)
 	int which = -1;
 
 	close_everything(how);
-	/* New files take the lowest free numbers: those the shim's own
-	 * descriptors had, had they been closed. */
+	/* New files take the lowest free numbers, 3 and up, as without the
+	 * shim: its own descriptors are not among them. */
 	snprintf(name, sizeof(name), "new%d", how);
 	int fds[6];
 	for (int i = 0; i < 6; i++)
 		fds[i] = fill_file(name, (char)('K' + how), path_b, sizeof(path_b));
 	CHECK(fds[5] >= 0, "%s: cannot open new files: %s", ways[how], strerror(errno));
+	for (int i = 0; i < 6; i++)
+		CHECK(fds[i] == 3 + i, "after %s, the new file %d got descriptor %d, not %d", ways[how], i,
+		      fds[i], 3 + i);
+	/* A daemon then places descriptors at fixed small numbers. */
+	for (int n = 9; n < 64; n++)
+		CHECK(dup2(fds[0], n) == n, "dup2 onto %d: %s", n, strerror(errno));
 
 	if (g.mversion) {
 		g.mversion(map, PAGES * PG, v0);
@@ -134,6 +140,8 @@ static int round_after(int how, char *map, const char *path_a)
 	CHECK(file_is(path_b, (char)('K' + how)), "after %s, the program's new file was changed", ways[how]);
 	for (int i = 0; i < 6; i++)
 		close(fds[i]);
+	for (int n = 9; n < 64; n++)
+		close(n);
 	return ITEST_PASS;
 }
 
