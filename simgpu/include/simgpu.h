@@ -16,7 +16,9 @@ extern "C" {
 #endif
 
 /* Per-device accounting.  Counters only grow; they cover the whole life of
- * the process.  "transfers" count API-level copies, not bytes. */
+ * the process.  "transfers" count API-level copies, not bytes.  The last
+ * two are gauges: what is allocated now (cuMemAlloc and cuMemCreate, and
+ * cuMemAllocManaged), for leak checks. */
 struct simgpu_stats {
     uint64_t htod_bytes, htod_transfers;   /* host -> device copies */
     uint64_t dtoh_bytes, dtoh_transfers;   /* device -> host copies */
@@ -26,6 +28,8 @@ struct simgpu_stats {
     uint64_t kernels_completed;            /* finished in the device process */
     uint64_t uvm_faults;                   /* managed-memory faults (UVM model: not yet) */
     uint64_t uvm_migrated_bytes;           /* bytes migrated by faults or prefetch */
+    uint64_t device_bytes_in_use;          /* gauge: device memory allocated now */
+    uint64_t managed_bytes_in_use;         /* gauge: managed memory allocated now */
 };
 
 /* Copy device `device`'s counters into *out.  Returns 0, -EINVAL for a bad

@@ -24,6 +24,11 @@ int simgpu_stats_get(int device, struct simgpu_stats *out)
     uint64_t *dst = (uint64_t *)out;
     for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    struct sim_device *d = &sim.dev[device];
+    pthread_mutex_lock(&d->alloc_lock);
+    out->device_bytes_in_use = d->device_mem.used_bytes;
+    out->managed_bytes_in_use = d->managed_mem.used_bytes;
+    pthread_mutex_unlock(&d->alloc_lock);
     return 0;
 }
 
@@ -36,9 +41,9 @@ void sim_stats_atexit(void)
         sim_log("device %d: HtoD %" PRIu64 " B in %" PRIu64 ", DtoH %" PRIu64 " B in %" PRIu64
                 ", DtoD %" PRIu64 " B in %" PRIu64 ", memset %" PRIu64 " B in %" PRIu64
                 ", kernels %" PRIu64 " launched %" PRIu64 " completed, UVM faults %" PRIu64
-                " migrated %" PRIu64 " B",
+                " migrated %" PRIu64 " B; in use at exit: %" PRIu64 " B device, %" PRIu64 " B managed",
                 i, s.htod_bytes, s.htod_transfers, s.dtoh_bytes, s.dtoh_transfers, s.dtod_bytes,
                 s.dtod_transfers, s.memset_bytes, s.memsets, s.kernels_launched, s.kernels_completed,
-                s.uvm_faults, s.uvm_migrated_bytes);
+                s.uvm_faults, s.uvm_migrated_bytes, s.device_bytes_in_use, s.managed_bytes_in_use);
     }
 }
