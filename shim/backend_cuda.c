@@ -123,6 +123,15 @@ static int cu_errno(CUresult rc)
 }
 
 /* Logs a failed driver call once per call site and maps it to -errno. */
+/* A call that gives device memory back, tried twice: a failure that
+ * passes would otherwise leak the memory for the life of the process.
+ * Each failed try is named. */
+#define CU_FREE(call, what)                                                  \
+	({                                                                   \
+		int e1_ = CU_CHECK((call), what);                            \
+		e1_ ? CU_CHECK((call), what ", tried again") : 0;            \
+	})
+
 #define CU_CHECK(call, what)                                                                     \
 	({                                                                                       \
 		CUresult rc_ = (call);                                                           \
@@ -351,7 +360,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	} else {
 		if (npages > r->changed_pages) {
 			if (r->changed)
-				(void)CU_CHECK(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
+				(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 			r->changed = 0;
 			r->changed_pages = 0;
 			rc = CU_CHECK(drv.mem_alloc(&r->changed, npages), "cuMemAlloc (diff answer)");
@@ -394,7 +403,7 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 		return -ENOTSUP;
 	if (npages > r->gather_capacity) {
 		if (r->gather_buf)
-			(void)CU_CHECK(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
+			(void)CU_FREE(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
 		r->gather_buf = 0;
 		r->gather_capacity = 0;
 		int rc = CU_CHECK(drv.mem_alloc(&r->gather_buf, npages * (PG + PG / 8 + 8)),
@@ -454,7 +463,7 @@ static int create_managed(struct cuda_replica *r, bool writable)
 		return rc;
 	rc = alloc_base(r, writable);
 	if (rc) {
-		(void)CU_CHECK(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
 		r->dptr = 0;
 	}
 	return rc;
@@ -486,7 +495,7 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 		return rc;
 	if (got != (CUdeviceptr)span_start) {
 		/* The address is only a hint: the driver chose another. */
-		(void)CU_CHECK(drv.address_free(got, span_len), "cuMemAddressFree (freeing device memory)");
+		(void)CU_FREE(drv.address_free(got, span_len), "cuMemAddressFree (freeing device memory)");
 		return -EADDRINUSE;
 	}
 	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -505,11 +514,11 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 	r->span_len = span_len;
 	return 0;
 unmap:
-	(void)CU_CHECK(drv.mem_unmap((CUdeviceptr)span_start, span_len), "cuMemUnmap (freeing device memory)");
+	(void)CU_FREE(drv.mem_unmap((CUdeviceptr)span_start, span_len), "cuMemUnmap (freeing device memory)");
 release:
-	(void)CU_CHECK(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
+	(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
 free_va:
-	(void)CU_CHECK(drv.address_free((CUdeviceptr)span_start, span_len), "cuMemAddressFree (freeing device memory)");
+	(void)CU_FREE(drv.address_free((CUdeviceptr)span_start, span_len), "cuMemAddressFree (freeing device memory)");
 	return rc;
 }
 
@@ -562,17 +571,17 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	if (!drv.resolved)
 		return;
 	if (r->changed)
-		(void)CU_CHECK(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)
-		(void)CU_CHECK(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
 	if (r->base)
-		(void)CU_CHECK(drv.mem_free(r->base), "cuMemFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_free(r->base), "cuMemFree (freeing device memory)");
 	if (r->backing == GAIA_BACKING_MANAGED && r->dptr)
-		(void)CU_CHECK(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
 	if (r->backing == GAIA_BACKING_VMM && r->span_len) {
-		(void)CU_CHECK(drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len), "cuMemUnmap (freeing device memory)");
-		(void)CU_CHECK(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
-		(void)CU_CHECK(drv.address_free((CUdeviceptr)r->span_start, r->span_len), "cuMemAddressFree (freeing device memory)");
+		(void)CU_FREE(drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len), "cuMemUnmap (freeing device memory)");
+		(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
+		(void)CU_FREE(drv.address_free((CUdeviceptr)r->span_start, r->span_len), "cuMemAddressFree (freeing device memory)");
 	}
 	memset(r, 0, sizeof(*r));
 }

@@ -19,7 +19,10 @@
  *
  * The file is consistent when every byte holds what the steps completed
  * before the failed one left there, or what the failed step would have
- * written; bytes the CPU stored or wrote are never lost.
+ * written; bytes the CPU stored or wrote are never lost. When the scenario
+ * ends (every mapping gone), the simulated device has as much memory
+ * allocated as before it began: nothing leaked, unless the call that gives
+ * memory back fails for good.
  * A run ends well when it exits 0 or 10 within its time limit, and, when
  * the failed call was the shim's and the program saw no error, the shim
  * said which call failed. */
@@ -39,6 +42,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "simgpu.h"
 #include "simgpu_kernel.h"
 
 #define PAGE 4096
@@ -120,6 +124,21 @@ static int fd;
 		}                                                                                      \
 	} while (0)
 
+/* Whether this run fails, for good, a call that gives device memory
+ * back (CUFAULT=name:nth:code:0, front.c). */
+static bool freeing_fails_for_good(void)
+{
+	static const char *const freeing[] = {"cuMemFree", "cuMemRelease", "cuMemUnmap", "cuMemAddressFree"};
+	const char *f = getenv("CUFAULT");
+	const char *times = f ? strrchr(f, ':') : NULL;
+	if (!f || !times || strcmp(times, ":0") != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(freeing) / sizeof(freeing[0]); i++)
+		if (strncmp(f, freeing[i], strlen(freeing[i])) == 0)
+			return true;
+	return false;
+}
+
 static int scenario(void)
 {
 	char path[] = "/tmp/drv_faults.XXXXXX";
@@ -134,6 +153,10 @@ static int scenario(void)
 	if (m == MAP_FAILED)
 		return 1;
 	CUDA_TRY(cudaSetDevice(0));
+	CUDA_TRY(cudaFree(0)); /* the devices start: their accounting exists */
+	struct simgpu_stats at_start, at_end;
+	if (simgpu_stats_get(0, &at_start))
+		return 1;
 
 	/* 1: the CPU writes the odd bytes of pages 0-31, a kernel the even
 	 * bytes of every page; sync. */
@@ -192,6 +215,28 @@ static int scenario(void)
 	step_done();
 	if (munmap(m, BYTES))
 		return 1;
+	/* Every mapping is gone, and the program's own allocation: so is
+	 * every byte of device memory the shim took for them, whatever
+	 * failed on the way; unless the call that gives memory back is the
+	 * one that keeps failing. */
+	if (simgpu_stats_get(0, &at_end))
+		return 1;
+	if (at_end.device_bytes_in_use != at_start.device_bytes_in_use ||
+	    at_end.managed_bytes_in_use != at_start.managed_bytes_in_use) {
+		if (freeing_fails_for_good()) {
+			printf("drv_faults: %llu B of device memory (%llu B managed) stay allocated: the driver "
+			       "never gives them back\n",
+			       (unsigned long long)(at_end.device_bytes_in_use - at_start.device_bytes_in_use),
+			       (unsigned long long)(at_end.managed_bytes_in_use - at_start.managed_bytes_in_use));
+			return file_consistent(fd) ? 0 : 1;
+		}
+		printf("drv_faults: LEAK: device memory in use %llu B (managed %llu B) after every mapping "
+		       "went, %llu B (%llu B) before the first\n",
+		       (unsigned long long)at_end.device_bytes_in_use, (unsigned long long)at_end.managed_bytes_in_use,
+		       (unsigned long long)at_start.device_bytes_in_use,
+		       (unsigned long long)at_start.managed_bytes_in_use);
+		return 1;
+	}
 	return file_consistent(fd) ? 0 : 1;
 }
 
