@@ -12,8 +12,11 @@
  * is returned and nothing is called. One line on stderr says so, once.
  * CUFAULT_TRACE=<file> writes, at exit, "<name> <calls by the shim>" for
  * each function the shim called, which a test uses to arm each in turn.
- * Pointers handed out by cuGetProcAddress are the real driver's: calls
- * through them are not seen here, and the shim makes none. */
+ * cuGetProcAddress[_v2] answers with this library's trampoline for the
+ * function the real one resolved, so calls through the pointers a program
+ * (its runtime) and the shim got that way come here too: the program's
+ * launches and syncs that the shim's wrappers forward count as the shim's
+ * calls and can be failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -31,6 +34,7 @@
 
 extern const char *const front_names[] HIDDEN;
 extern const size_t front_count HIDDEN;
+extern void *const front_trampolines[] HIDDEN;
 HIDDEN int front_error = 999;
 HIDDEN void *front_decide(unsigned index, void *caller);
 
@@ -42,6 +46,7 @@ static unsigned long *shim_calls;
 static long armed_index = -1;
 static unsigned long armed_nth = 1, armed_times = 1;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static long index_getproc = -1, index_getproc_v2 = -1; /* the resolvers */
 
 static void say(const char *line)
 {
@@ -72,6 +77,12 @@ static void init(void)
 	if (!real_dlsym || !real_handle || !real_fn || !shim_calls) {
 		say("cufault: cannot load " CUFAULT_REAL_PATH "\n");
 		_exit(2);
+	}
+	for (size_t i = 0; i < front_count; i++) {
+		if (!strcmp(front_names[i], "cuGetProcAddress"))
+			index_getproc = (long)i;
+		if (!strcmp(front_names[i], "cuGetProcAddress_v2"))
+			index_getproc_v2 = (long)i;
 	}
 	const char *spec = getenv("CUFAULT");
 	if (spec && *spec) {
@@ -107,6 +118,44 @@ static int from_shim(void *caller)
 	return strncmp(base ? base + 1 : info.dli_fname, "libgaia", 7) == 0;
 }
 
+static void *real_of(unsigned index)
+{
+	void *fn = __atomic_load_n(&real_fn[index], __ATOMIC_ACQUIRE);
+	if (!fn) {
+		fn = real_dlsym(real_handle, front_names[index]);
+		__atomic_store_n(&real_fn[index], fn, __ATOMIC_RELEASE);
+	}
+	return fn;
+}
+
+/* The trampoline standing for the real function at `fn`, or fn itself. */
+static void *trampoline_for(void *fn)
+{
+	for (size_t i = 0; fn && i < front_count; i++)
+		if (real_of((unsigned)i) == fn)
+			return front_trampolines[i];
+	return fn;
+}
+
+typedef int (*getproc_v2_fn)(const char *, void **, int, unsigned long long, int *);
+typedef int (*getproc_fn)(const char *, void **, int, unsigned long long);
+
+static int front_getproc_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status)
+{
+	int rc = ((getproc_v2_fn)real_of((unsigned)index_getproc_v2))(symbol, pfn, version, flags, status);
+	if (rc == 0 && pfn)
+		*pfn = trampoline_for(*pfn);
+	return rc;
+}
+
+static int front_getproc(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+	int rc = ((getproc_fn)real_of((unsigned)index_getproc))(symbol, pfn, version, flags);
+	if (rc == 0 && pfn)
+		*pfn = trampoline_for(*pfn);
+	return rc;
+}
+
 void *front_decide(unsigned index, void *caller)
 {
 	pthread_once(&once, init);
@@ -124,10 +173,9 @@ void *front_decide(unsigned index, void *caller)
 			return NULL;
 		}
 	}
-	void *fn = __atomic_load_n(&real_fn[index], __ATOMIC_ACQUIRE);
-	if (!fn) {
-		fn = real_dlsym(real_handle, front_names[index]);
-		__atomic_store_n(&real_fn[index], fn, __ATOMIC_RELEASE);
-	}
-	return fn;
+	if ((long)index == index_getproc_v2)
+		return (void *)front_getproc_v2;
+	if ((long)index == index_getproc)
+		return (void *)front_getproc;
+	return real_of(index);
 }
