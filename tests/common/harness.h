@@ -1,5 +1,5 @@
 /* What the kill -9 and stress programs (tests/kill9, tests/crash,
- * tests/soak, tests/stress) share: seeded randomness, time, starting a
+ * tests/stress) share: seeded randomness, time, starting a
  * writer and killing it after a delay, and every thread's stack when a
  * watchdog fires. Header-only: each program is one CUDA source file,
  * compiled by nvcc or, for the simulator, as C++. */

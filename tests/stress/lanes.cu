@@ -22,8 +22,8 @@
  * (gdb when present, else backtrace() in each thread) and exits 1.
  * STRESS_HANG=1 makes one worker hang, to show the watchdog works.
  *
- *   stress            the test (parent; starts the peer process)
- *   stress peer FILE SECONDS
+ *   lanes             the test (parent; starts the peer process)
+ *   lanes peer FILE SECONDS
  */
 #include <dlfcn.h>
 #include <stdarg.h>
