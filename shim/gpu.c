@@ -275,11 +275,12 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	if (!mapping_any())
 		return CUDA_SUCCESS;
 	gaia_in_shim++;
-	/* Even after a context-wide sync the device waits again: kernels that
-	 * other threads launched since it returned may be running. */
+	/* Whatever the kind, the release waits for the whole device: even
+	 * after a context-wide sync, kernels other threads launched since it
+	 * returned may be running. */
 	(void)kind;
 	pthread_mutex_lock(&launch_window);
-	int failed = gpu_mappings_sync(cuda_current_device(), false);
+	int failed = gpu_mappings_sync(cuda_current_device());
 	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;
 	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;

@@ -349,19 +349,21 @@ static int device_release_locked(struct gaia_mapping *m, int dev)
 	return rc ? rc : moved;
 }
 
-int gpu_mappings_sync(int dev, bool whole_device)
+int gpu_mappings_sync(int dev)
 {
 	int first_rc = 0;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
 		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
-	bool waited = whole_device;
+	bool waited = false;
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (!m->replicas[dev] || !m->engine.epoch_open[dev])
 			continue;
-		/* A stream's sync leaves other streams running: the diff needs
-		 * a device whose kernels are done with the region. */
+		/* Other streams, and kernels other threads launched after a
+		 * context-wide sync returned, may still run: the diff needs a
+		 * device whose kernels are done with the region. Once, and only
+		 * when some region has an epoch open. */
 		if (!waited) {
 			cuda_synchronize();
 			waited = true;
