@@ -17,7 +17,7 @@
 
 __thread int gpu_hook_depth __attribute__((tls_model("initial-exec")));
 
-#define MAX_PARAMS 256
+#define MAX_PARAMS 1024
 #define MAX_TRANSLATIONS 32
 
 /* --- kernel parameter layouts, asked once per function --- */
@@ -112,27 +112,49 @@ static uint64_t translate(uint64_t v, const struct gpu_translation *tr, int ntr,
 	return v;
 }
 
+/* Every 8-byte-aligned word of a parameter is looked at (DESIGN §3.2: a
+ * pointer may sit anywhere in a struct passed by value; the parameter's
+ * offset in the argument buffer carries its alignment). A word that
+ * falls in a managed-backed region is rewritten. */
+static bool translate_words(unsigned char *bytes, size_t param_offset, size_t size,
+			    const struct gpu_translation *tr, int ntr)
+{
+	bool any = false;
+	for (size_t k = (8 - param_offset % 8) % 8; k + 8 <= size; k += 8) {
+		uint64_t v;
+		memcpy(&v, bytes + k, 8);
+		bool changed = false;
+		v = translate(v, tr, ntr, &changed);
+		if (changed) {
+			memcpy(bytes + k, &v, 8);
+			any = true;
+		}
+	}
+	return any;
+}
+
 /* kernelParams: a new array whose translated entries point at copies. */
 static void translate_params(struct gpu_launch *L, const struct param_layout *l,
 			     const struct gpu_translation *tr, int ntr)
 {
-	void **params = malloc(l->n * (sizeof(void *) + sizeof(uint64_t)) + 1);
+	size_t bytes = 0;
+	for (unsigned i = 0; i < l->n; i++)
+		bytes += ((size_t)l->size[i] + 7) & ~(size_t)7;
+	void **params = malloc(l->n * sizeof(void *) + bytes + 1);
 	if (!params)
 		return;
-	uint64_t *values = (uint64_t *)(params + l->n);
+	unsigned char *copy = (unsigned char *)(params + l->n);
 	bool any = false;
 	for (unsigned i = 0; i < l->n; i++) {
 		params[i] = L->params[i];
-		if (l->size[i] != 8 || !L->params[i])
+		if (!L->params[i])
 			continue;
-		uint64_t v;
-		memcpy(&v, L->params[i], 8);
-		bool changed = false;
-		values[i] = translate(v, tr, ntr, &changed);
-		if (changed) {
-			params[i] = &values[i];
+		memcpy(copy, L->params[i], l->size[i]);
+		if (translate_words(copy, l->offset[i], l->size[i], tr, ntr)) {
+			params[i] = copy;
 			any = true;
 		}
+		copy += ((size_t)l->size[i] + 7) & ~(size_t)7;
 	}
 	if (!any) {
 		free(params);
@@ -156,16 +178,10 @@ static void translate_extra(struct gpu_launch *L, const struct param_layout *l,
 	memcpy(s->buffer, p->buffer, p->size);
 	bool any = false;
 	for (unsigned i = 0; i < l->n; i++) {
-		if (l->size[i] != 8 || l->offset[i] + 8 > p->size)
+		if (l->offset[i] >= p->size)
 			continue;
-		uint64_t v;
-		memcpy(&v, s->buffer + l->offset[i], 8);
-		bool changed = false;
-		v = translate(v, tr, ntr, &changed);
-		if (changed) {
-			memcpy(s->buffer + l->offset[i], &v, 8);
-			any = true;
-		}
+		size_t size = l->offset[i] + l->size[i] <= p->size ? l->size[i] : p->size - l->offset[i];
+		any |= translate_words(s->buffer + l->offset[i], l->offset[i], size, tr, ntr);
 	}
 	if (!any) {
 		free(s);
@@ -218,23 +234,36 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	struct param_layout layout = {0};
 	struct packed packed;
 	bool have_extra = !L->params && parse_extra(L->extra, &packed);
-	/* The arguments' 8-byte values, when the layout is known (a kernel
-	 * with none has a known, empty layout). */
+	/* Every 8-byte-aligned word of every argument, when the layout is
+	 * known (a kernel with none has a known, empty layout): a launch
+	 * whose arguments point into a region that can get no replica is
+	 * refused, and (managed backing) those words are translated. */
 	bool known = L->kind != GPU_FUNC_NONE && layout_of(L->func, L->kind, &layout);
-	uint64_t values[MAX_PARAMS];
+	size_t cap = 0;
+	for (unsigned i = 0; known && i < layout.n; i++)
+		cap += layout.size[i] / 8 + 1;
+	uint64_t *values = cap ? malloc(cap * sizeof(uint64_t)) : NULL;
 	size_t nvalues = 0;
-	for (unsigned i = 0; known && i < layout.n; i++) {
-		if (layout.size[i] != 8)
-			continue;
-		if (L->params && L->params[i])
-			memcpy(&values[nvalues++], L->params[i], 8);
-		else if (have_extra && layout.offset[i] + 8 <= packed.size)
-			memcpy(&values[nvalues++], (char *)packed.buffer + layout.offset[i], 8);
+	for (unsigned i = 0; values && i < layout.n; i++) {
+		const unsigned char *arg = NULL;
+		size_t size = layout.size[i];
+		if (L->params)
+			arg = L->params[i];
+		else if (have_extra && layout.offset[i] < packed.size) {
+			arg = (const unsigned char *)packed.buffer + layout.offset[i];
+			if (layout.offset[i] + size > packed.size)
+				size = packed.size - layout.offset[i];
+		}
+		for (size_t k = (8 - layout.offset[i] % 8) % 8; arg && k + 8 <= size; k += 8)
+			memcpy(&values[nvalues++], arg + k, 8);
 	}
-	/* Unknown arguments (a graph, a driver that cannot say): every region
-	 * is acquired. Known ones: those they point into, and those the
-	 * device holds (a kernel may keep pointers it was given before). */
-	bool all = !known;
+	/* The rule (README, "Which regions a kernel reaches"): every managed
+	 * region is current on the device at each launch there. A kernel may
+	 * reach a region through a pointer stored in device memory, in the
+	 * file itself, or kept from an earlier launch, none of which the
+	 * arguments show; the cost of a region the CPU did not change since
+	 * the device's last acquire is one write-protect scan. */
+	bool all = true;
 	struct gpu_translation tr[MAX_TRANSLATIONS];
 	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS);
 	if (ntr < 0) {
@@ -245,14 +274,15 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	 * stream must come after them. */
 	if (L->device >= 0 && cuda_order_before_launch(L->stream) && L->error == CUDA_SUCCESS)
 		L->error = CUDA_ERROR_UNKNOWN;
-	gaia_debug("launch on device %d: %zu pointer-sized arguments%s, %d regions translated",
-		   L->device, nvalues, all ? " (every region acquired)" : "", ntr);
+	gaia_debug("launch on device %d: %zu argument words, %d regions translated", L->device,
+		   nvalues, ntr);
 	if (ntr > 0 && known) {
 		if (L->params)
 			translate_params(L, &layout, tr, ntr);
 		else if (have_extra)
 			translate_extra(L, &layout, &packed, tr, ntr);
 	}
+	free(values);
 	gaia_in_shim--;
 }
 

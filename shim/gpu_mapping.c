@@ -99,6 +99,21 @@ static void forget_own_stores(void *arg, uint64_t first, uint64_t n)
 		tracker_forget((void *)(m->start + first * PG), n * PG);
 }
 
+static const char *vmm_failure_reason(int rc)
+{
+	switch (rc) {
+	case -EADDRINUSE:
+		return "the address is taken: another device's replica, or a mapping of the "
+		       "program's next to it in the driver's 2 MiB span";
+	case -EINVAL:
+		return "part of the mapping was unmapped";
+	case -ENOTSUP:
+		return "the driver has no virtual memory management";
+	default:
+		return strerror(-rc);
+	}
+}
+
 static bool ensure_replica(struct gaia_mapping *m, int dev)
 {
 	if (m->replicas[dev])
@@ -113,8 +128,10 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 	if (backing == GAIA_BACKING_VMM) {
 		rc = gpu_vmm_create(m, r, dev);
 		if (rc)
-			gaia_info("%s: no device memory at its own address on device %d (%s); its "
-				  "replica is in managed memory", m->path, dev, strerror(-rc));
+			gaia_warn("%s: no device memory at its own address on device %d (%s); its "
+				  "replica is in managed memory, where pointers to it stored in "
+				  "device memory or in the file reach nothing",
+				  m->path, dev, vmm_failure_reason(rc));
 	}
 	if (rc)
 		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
@@ -174,7 +191,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		gpu_vmm_guard_begin(m->start, m->len);
 		for (size_t i = 0; aside && i < live->count; i++)
 			aside[i] = gpu_vmm_move_aside(m->start + live->items[i].first * PG,
-					      (live->items[i].end - live->items[i].first) * PG);
+						      (live->items[i].end - live->items[i].first) * PG, 0, 0);
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (!m->replicas[d])

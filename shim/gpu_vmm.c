@@ -121,10 +121,12 @@ void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 	__atomic_store_n(&moving_start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&moving_end, start + len, __ATOMIC_RELAXED);
 	__atomic_store_n(&moving, 1, __ATOMIC_RELEASE);
+	move_gate_begin(start, len);
 }
 
 void gpu_vmm_guard_end(void)
 {
+	move_gate_end();
 	__atomic_store_n(&moved_start, __atomic_load_n(&moving_start, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&moved_end, __atomic_load_n(&moving_end, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_add_fetch(&moves_ended, 1, __ATOMIC_RELEASE);
@@ -133,17 +135,46 @@ void gpu_vmm_guard_end(void)
 }
 
 /* Moves [addr, addr+len) of the CPU replica to a temporary place (the
- * kernel keeps the pages and the file behind them). Returns the new
+ * kernel keeps the pages and the file behind them) outside [avoid,
+ * avoid+avoid_len), the span the driver is about to reserve: a spot the
+ * kernel picks inside it (the padding just given up, a gap below an
+ * unaligned region) would make that reservation fail. Returns the new
  * address or NULL. The caller collected the written pages before: the
  * move drops the userfaultfd registration. */
-void *gpu_vmm_move_aside(uintptr_t addr, size_t len)
+void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len)
 {
-	void *t = REAL(mmap)(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t == MAP_FAILED)
+	enum { TRIES = 8 };
+	void *blocked[TRIES];
+	size_t nblocked = 0;
+	void *t = MAP_FAILED;
+	for (;;) {
+		t = REAL(mmap)(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (t == MAP_FAILED)
+			break;
+		uintptr_t a = (uintptr_t)t;
+		if (!avoid_len || a >= avoid + avoid_len || a + len <= avoid)
+			break;
+		/* Keep this spot taken so that the next try lands elsewhere. */
+		if (nblocked == TRIES) {
+			REAL(munmap)(t, len);
+			t = MAP_FAILED;
+			errno = EADDRINUSE;
+			break;
+		}
+		blocked[nblocked++] = t;
+	}
+	int err = errno;
+	for (size_t i = 0; i < nblocked; i++)
+		REAL(munmap)(blocked[i], len);
+	if (t == MAP_FAILED) {
+		errno = err;
 		return NULL;
+	}
 	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, t);
 	if (moved == MAP_FAILED) {
+		err = errno;
 		REAL(munmap)(t, len);
+		errno = err;
 		return NULL;
 	}
 	return moved;
@@ -190,10 +221,11 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		m->pad_len = 0;
 	}
 	gpu_vmm_guard_begin(m->start, m->len);
-	void *aside = gpu_vmm_move_aside(m->start, m->len);
+	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, span_len);
 	if (!aside) {
+		int err = errno ? errno : ENOMEM;
 		gpu_vmm_guard_end();
-		return -errno ?: -ENOMEM;
+		return -err;
 	}
 	gaia_tsan_ignore_begin();
 	int rc = cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,

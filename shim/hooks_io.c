@@ -38,16 +38,31 @@ static void record_write(int fd, off_t offset, ssize_t n)
 	errno = saved;
 }
 
+/* The span of an iovec array's buffers, for the move gate. */
+static size_t iov_span(const struct iovec *iov, int iovcnt, const void **start)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; iov && i < iovcnt; i++) {
+		uintptr_t b = (uintptr_t)iov[i].iov_base;
+		if (!iov[i].iov_len)
+			continue;
+		lo = b < lo ? b : lo;
+		hi = b + iov[i].iov_len > hi ? b + iov[i].iov_len : hi;
+	}
+	*start = (const void *)lo;
+	return hi > lo ? hi - lo : 0;
+}
+
 GAIA_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
-	ssize_t n = REAL(write)(fd, buf, count);
+	ssize_t n = IO_GATED(buf, count, REAL(write)(fd, buf, count));
 	record_write(fd, -1, n);
 	return n;
 }
 
 GAIA_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
-	ssize_t n = REAL(pwrite64)(fd, buf, count, offset);
+	ssize_t n = IO_GATED(buf, count, REAL(pwrite64)(fd, buf, count, offset));
 	record_write(fd, offset, n);
 	return n;
 }
@@ -57,14 +72,18 @@ GAIA_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 
 GAIA_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	ssize_t n = REAL(writev)(fd, iov, iovcnt);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	ssize_t n = IO_GATED(s, len, REAL(writev)(fd, iov, iovcnt));
 	record_write(fd, -1, n);
 	return n;
 }
 
 GAIA_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-	ssize_t n = REAL(pwritev)(fd, iov, iovcnt, offset);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	ssize_t n = IO_GATED(s, len, REAL(pwritev)(fd, iov, iovcnt, offset));
 	record_write(fd, offset, n);
 	return n;
 }
@@ -74,7 +93,9 @@ GAIA_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t
 
 GAIA_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
 {
-	ssize_t n = REAL(pwritev2)(fd, iov, iovcnt, offset, flags);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	ssize_t n = IO_GATED(s, len, REAL(pwritev2)(fd, iov, iovcnt, offset, flags));
 	if (n > 0 && (flags & RWF_APPEND) && !gaia_in_shim && mapping_any()) {
 		/* Appended at the end, whatever the offset says. */
 		struct stat st;

@@ -46,7 +46,8 @@ static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, 
 			done += served;
 			continue;
 		}
-		ssize_t got = REAL(pread64)(fd, buf + done, kernel_bytes, offset + (off_t)done);
+		ssize_t got = IO_GATED(buf + done, kernel_bytes,
+				       REAL(pread64)(fd, buf + done, kernel_bytes, offset + (off_t)done));
 		if (got < 0)
 			return done ? (ssize_t)done : -1;
 		done += (size_t)got;
@@ -56,11 +57,26 @@ static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, 
 	return (ssize_t)done;
 }
 
+/* The span of an iovec array's buffers, for the move gate. */
+static size_t iov_span(const struct iovec *iov, int iovcnt, const void **start)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; iov && i < iovcnt; i++) {
+		uintptr_t b = (uintptr_t)iov[i].iov_base;
+		if (!iov[i].iov_len)
+			continue;
+		lo = b < lo ? b : lo;
+		hi = b + iov[i].iov_len > hi ? b + iov[i].iov_len : hi;
+	}
+	*start = (const void *)lo;
+	return hi > lo ? hi - lo : 0;
+}
+
 GAIA_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
 {
 	struct stat st;
 	if (!count || !peer_candidate(fd, &st))
-		return REAL(pread64)(fd, buf, count, offset);
+		return IO_GATED(buf, count, REAL(pread64)(fd, buf, count, offset));
 	int saved = errno;
 	ssize_t n = peer_pread(fd, &st, buf, count, offset);
 	if (n >= 0)
@@ -75,12 +91,12 @@ GAIA_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
 	struct stat st;
 	if (!count || !peer_candidate(fd, &st))
-		return REAL(read)(fd, buf, count);
+		return IO_GATED(buf, count, REAL(read)(fd, buf, count));
 	/* At the descriptor's position, which then moves past what was read
 	 * (not atomic against another thread reading the same descriptor). */
 	off_t pos = lseek(fd, 0, SEEK_CUR);
 	if (pos < 0)
-		return REAL(read)(fd, buf, count);
+		return IO_GATED(buf, count, REAL(read)(fd, buf, count));
 	int saved = errno;
 	ssize_t n = peer_pread(fd, &st, buf, count, pos);
 	if (n > 0)
@@ -92,12 +108,16 @@ GAIA_EXPORT ssize_t read(int fd, void *buf, size_t count)
 
 GAIA_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	return REAL(readv)(fd, iov, iovcnt);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	return IO_GATED(s, len, REAL(readv)(fd, iov, iovcnt));
 }
 
 GAIA_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
-	return REAL(preadv)(fd, iov, iovcnt, offset);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	return IO_GATED(s, len, REAL(preadv)(fd, iov, iovcnt, offset));
 }
 
 GAIA_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
@@ -105,7 +125,9 @@ GAIA_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t 
 
 GAIA_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
 {
-	return REAL(preadv2)(fd, iov, iovcnt, offset, flags);
+	const void *s;
+	size_t len = iov_span(iov, iovcnt, &s);
+	return IO_GATED(s, len, REAL(preadv2)(fd, iov, iovcnt, offset, flags));
 }
 
 GAIA_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,

@@ -205,6 +205,23 @@ GAIA_HIDDEN void mapping_at_exit(void);
 GAIA_HIDDEN void mapping_file_written(int fd, off_t offset, size_t len);
 GAIA_HIDDEN void mapping_file_truncated(int fd, off_t old_size, off_t new_size);
 GAIA_HIDDEN bool mapping_any(void);
+/* move_gate.c: the I/O hooks' calls and the vmm backing's moves keep out
+ * of each other's way. io_gate_enter announces a call's user buffer (and
+ * waits while a move covers it); its answer goes to io_gate_leave after
+ * the call. move_gate_begin waits for the calls over the range. */
+GAIA_HIDDEN int io_gate_enter(const void *buf, size_t len);
+GAIA_HIDDEN void io_gate_leave(int slot);
+GAIA_HIDDEN void move_gate_begin(uintptr_t start, size_t len);
+GAIA_HIDDEN void move_gate_end(void);
+#define IO_GATED(buf, len, call)                                   \
+	({                                                         \
+		int gate_ = io_gate_enter((buf), (len));           \
+		__typeof__(call) r_ = (call);                      \
+		int e_ = errno;                                    \
+		io_gate_leave(gate_);                              \
+		errno = e_;                                        \
+		r_;                                                \
+	})
 /* What a managed mapping at addr was made from, to take over a remapped
  * range: a descriptor of its own (closed by mapping_origin_free). */
 struct mapping_origin {
