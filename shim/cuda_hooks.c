@@ -538,6 +538,19 @@ GAIA_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
 	SYNC(real, real(hEvent), GPU_SYNC_EVENT, true);
 }
 
+/* The shim keeps the streams that launched kernels since the last
+ * release: a destroyed one is forgotten first. */
+GAIA_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
+{
+	__typeof__(&cuStreamDestroy_v2) real = REAL_OF(cuStreamDestroy_v2);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (hStream)
+		gpu_stream_destroyed(hStream);
+	return real(hStream);
+}
+
 /* A query that answers CUDA_SUCCESS has seen the work complete: a sync.
  * CUDA_ERROR_NOT_READY is not. */
 GAIA_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream)
@@ -597,9 +610,22 @@ static bool memcpy_async_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
 	return is_pageable((const void *)(uintptr_t)dst) && !is_pageable((const void *)(uintptr_t)src);
 }
 
+/* A copy whose host side is a mapping is made by gpu_copy_1d (gpu.h),
+ * whatever the nesting: the driver must never see the mapping's address
+ * as a host pointer (it may be device memory to it). */
+#define COPY_1D(dst, src, n, dside, sside, stream, async)                                        \
+	do {                                                                                     \
+		CUresult crc_;                                                                   \
+		if (gpu_copy_1d((void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src), (n), \
+				(dside), (sside), (stream), (async), &crc_))                     \
+			return crc_;                                                             \
+	} while (0)
+
 GAIA_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
 	__typeof__(&cuMemcpy) real = REAL_OF(cuMemcpy);
+
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, NULL, false);
 
 	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
@@ -609,6 +635,8 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, siz
 {
 	__typeof__(&cuMemcpy_ptds) real = REAL_OF(cuMemcpy_ptds);
 
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, CU_STREAM_PER_THREAD, false);
+
 	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
 }
@@ -617,12 +645,16 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevic
 {
 	__typeof__(&cuMemcpyDtoH_v2) real = REAL_OF(cuMemcpyDtoH_v2);
 
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, NULL, false);
+
 	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
 	__typeof__(&cuMemcpyDtoH_v2_ptds) real = REAL_OF(cuMemcpyDtoH_v2_ptds);
+
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, CU_STREAM_PER_THREAD, false);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -631,12 +663,16 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *
 {
 	__typeof__(&cuMemcpyHtoD_v2) real = REAL_OF(cuMemcpyHtoD_v2);
 
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, NULL, false);
+
 	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
 	__typeof__(&cuMemcpyHtoD_v2_ptds) real = REAL_OF(cuMemcpyHtoD_v2_ptds);
+
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, CU_STREAM_PER_THREAD, false);
 
 	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -645,6 +681,8 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr src
 						   CUstream hStream)
 {
 	__typeof__(&cuMemcpyDtoHAsync_v2) real = REAL_OF(cuMemcpyDtoHAsync_v2);
+
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream, true);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
@@ -655,6 +693,8 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicept
 {
 	__typeof__(&cuMemcpyDtoHAsync_v2_ptsz) real = REAL_OF(cuMemcpyDtoHAsync_v2_ptsz);
 
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream ? hStream : CU_STREAM_PER_THREAD, true);
+
 	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
 }
@@ -662,6 +702,8 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicept
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
 	__typeof__(&cuMemcpyAsync) real = REAL_OF(cuMemcpyAsync);
+
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream, true);
 
 	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
@@ -671,8 +713,243 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
 {
 	__typeof__(&cuMemcpyAsync_ptsz) real = REAL_OF(cuMemcpyAsync_ptsz);
 
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream ? hStream : CU_STREAM_PER_THREAD, true);
+
 	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
+}
+
+/* Host to device, asynchronous: never a host sync (pageable memory is
+ * staged at the call). */
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+						   CUstream hStream)
+{
+	__typeof__(&cuMemcpyHtoDAsync_v2) real = REAL_OF(cuMemcpyHtoDAsync_v2);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, hStream, true);
+	return real(dstDevice, srcHost, ByteCount, hStream);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
+							size_t ByteCount, CUstream hStream)
+{
+	__typeof__(&cuMemcpyHtoDAsync_v2_ptsz) real = REAL_OF(cuMemcpyHtoDAsync_v2_ptsz);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST,
+		hStream ? hStream : CU_STREAM_PER_THREAD, true);
+	return real(dstDevice, srcHost, ByteCount, hStream);
+}
+
+/* A pitched copy's host side, when it is one: [start, start + bytes). */
+static bool pitched_host_side(CUmemorytype type, const void *host, CUdeviceptr unified, size_t x, size_t y,
+			      size_t z, size_t pitch, size_t height, size_t width, size_t rows, size_t depth)
+{
+	const uint8_t *base = type == CU_MEMORYTYPE_HOST      ? host
+			      : type == CU_MEMORYTYPE_UNIFIED ? (const uint8_t *)(uintptr_t)unified
+							      : NULL;
+	if (!base || !width || !rows || !depth)
+		return false;
+	size_t plane = pitch * (height ? height : rows);
+	const uint8_t *start = base + x + y * pitch + z * plane;
+	size_t bytes = (depth - 1) * plane + (rows - 1) * pitch + width;
+	return gpu_is_mapped_host(start, bytes);
+}
+
+/* Pitched copies to or from a mapping are not bounced (yet): refused
+ * with an error the program sees, never made against the wrong copy. */
+static CUresult refuse_pitched(const char *call)
+{
+	static int once;
+	gaia_log_once(&once, GAIA_LOG_WARN,
+		      "%s with a mapped file as its host side is not supported: refused "
+		      "(CUDA_ERROR_NOT_SUPPORTED); copy row by row with cuMemcpy or cudaMemcpy",
+		      call);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static bool copy2d_mapped(const CUDA_MEMCPY2D *c)
+{
+	return c && (pitched_host_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0,
+				       c->srcPitch, 0, c->WidthInBytes, c->Height, 1) ||
+		     pitched_host_side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0,
+				       c->dstPitch, 0, c->WidthInBytes, c->Height, 1));
+}
+
+static bool copy3d_mapped(const CUDA_MEMCPY3D *c)
+{
+	return c && (pitched_host_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
+				       c->srcZ, c->srcPitch, c->srcHeight, c->WidthInBytes, c->Height,
+				       c->Depth) ||
+		     pitched_host_side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
+				       c->dstZ, c->dstPitch, c->dstHeight, c->WidthInBytes, c->Height,
+				       c->Depth));
+}
+
+/* Synchronous pitched copies are host syncs unless device to device. */
+static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
+{
+	return !(src == CU_MEMORYTYPE_DEVICE || src == CU_MEMORYTYPE_ARRAY) ||
+	       !(dst == CU_MEMORYTYPE_DEVICE || dst == CU_MEMORYTYPE_ARRAY);
+}
+
+#define PITCHED(real, c, mapped, call, is_sync)                                 \
+	do {                                                                    \
+		if (!(real))                                                    \
+			return CUDA_ERROR_NOT_INITIALIZED;                      \
+		if (mapped(c))                                                  \
+			return refuse_pitched(__func__);                        \
+		SYNC(real, call, GPU_SYNC_COPY, rc_ == CUDA_SUCCESS && (is_sync)); \
+	} while (0)
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	__typeof__(&cuMemcpy2D_v2) real = REAL_OF(cuMemcpy2D_v2);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+	__typeof__(&cuMemcpy2D_v2_ptds) real = REAL_OF(cuMemcpy2D_v2_ptds);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	__typeof__(&cuMemcpy2DUnaligned_v2) real = REAL_OF(cuMemcpy2DUnaligned_v2);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+	__typeof__(&cuMemcpy2DUnaligned_v2_ptds) real = REAL_OF(cuMemcpy2DUnaligned_v2_ptds);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+	__typeof__(&cuMemcpy2DAsync_v2) real = REAL_OF(cuMemcpy2DAsync_v2);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy, hStream), false);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+	__typeof__(&cuMemcpy2DAsync_v2_ptsz) real = REAL_OF(cuMemcpy2DAsync_v2_ptsz);
+
+	PITCHED(real, pCopy, copy2d_mapped, real(pCopy, hStream), false);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
+{
+	__typeof__(&cuMemcpy3D_v2) real = REAL_OF(cuMemcpy3D_v2);
+
+	PITCHED(real, pCopy, copy3d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
+{
+	__typeof__(&cuMemcpy3D_v2_ptds) real = REAL_OF(cuMemcpy3D_v2_ptds);
+
+	PITCHED(real, pCopy, copy3d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+{
+	__typeof__(&cuMemcpy3DAsync_v2) real = REAL_OF(cuMemcpy3DAsync_v2);
+
+	PITCHED(real, pCopy, copy3d_mapped, real(pCopy, hStream), false);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+{
+	__typeof__(&cuMemcpy3DAsync_v2_ptsz) real = REAL_OF(cuMemcpy3DAsync_v2_ptsz);
+
+	PITCHED(real, pCopy, copy3d_mapped, real(pCopy, hStream), false);
+}
+
+/* Host registration of a mapping is the shim's (gpu_copy.c). */
+GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	__typeof__(&cuMemHostRegister_v2) real = REAL_OF(cuMemHostRegister_v2);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (gpu_is_mapped_host(p, bytesize))
+		return gpu_host_register(p, bytesize);
+	return real(p, bytesize, Flags);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	__typeof__(&cuMemHostRegister) real = REAL_OF(cuMemHostRegister);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (gpu_is_mapped_host(p, bytesize))
+		return gpu_host_register(p, bytesize);
+	return real(p, bytesize, Flags);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+	__typeof__(&cuMemHostUnregister) real = REAL_OF(cuMemHostUnregister);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (gpu_host_unregister(p))
+		return CUDA_SUCCESS;
+	return real(p);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	__typeof__(&cuMemHostGetDevicePointer_v2) real = REAL_OF(cuMemHostGetDevicePointer_v2);
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (pdptr && gpu_host_device_pointer(pdptr, p))
+		return CUDA_SUCCESS;
+	return real(pdptr, p, Flags);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	__typeof__(&cuPointerGetAttribute) real = REAL_OF(cuPointerGetAttribute);
+	bool registered;
+	CUdeviceptr target;
+	CUresult rc;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	target = gpu_pointer_query_target(ptr, &registered);
+	rc = real(data, attribute, target);
+	return registered && data ? gpu_pointer_fixup(attribute, data, ptr, rc) : rc;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+						     void **data, CUdeviceptr ptr)
+{
+	__typeof__(&cuPointerGetAttributes) real = REAL_OF(cuPointerGetAttributes);
+	bool registered;
+	CUdeviceptr target;
+	CUresult rc;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	target = gpu_pointer_query_target(ptr, &registered);
+	rc = real(numAttributes, attributes, data, target);
+	for (unsigned int i = 0; rc == CUDA_SUCCESS && registered && attributes && data && i < numAttributes; i++)
+		if (data[i])
+			(void)gpu_pointer_fixup(attributes[i], data[i], ptr, rc);
+	return rc;
 }
 
 /* cudaGetDriverEntryPoint picks the version itself (that of the runtime

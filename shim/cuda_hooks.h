@@ -58,6 +58,7 @@ enum hook_lib { DRV, RT };
 	X(cuStreamQuery,                    2000,  0, cuStreamQuery,                         DRV, PFN_cuStreamQuery_v2000)                  \
 	X(cuStreamQuery,                    7000,  1, cuStreamQuery_ptsz,                    DRV, PFN_cuStreamQuery_v7000_ptsz)             \
 	X(cuEventQuery,                     2000,  0, cuEventQuery,                          DRV, PFN_cuEventQuery_v2000)                   \
+	X(cuStreamDestroy,                  4000,  0, cuStreamDestroy_v2,                    DRV, PFN_cuStreamDestroy_v4000)                \
 	/* copies that return after the device caught up */                                                                                 \
 	X(cuMemcpy,                         4000,  0, cuMemcpy,                              DRV, PFN_cuMemcpy_v4000)                       \
 	X(cuMemcpy,                         7000,  1, cuMemcpy_ptds,                         DRV, PFN_cuMemcpy_v7000_ptds)                  \
@@ -69,6 +70,26 @@ enum hook_lib { DRV, RT };
 	X(cuMemcpyDtoHAsync,                7000,  1, cuMemcpyDtoHAsync_v2_ptsz,             DRV, PFN_cuMemcpyDtoHAsync_v7000_ptsz)         \
 	X(cuMemcpyAsync,                    4000,  0, cuMemcpyAsync,                         DRV, PFN_cuMemcpyAsync_v4000)                  \
 	X(cuMemcpyAsync,                    7000,  1, cuMemcpyAsync_ptsz,                    DRV, PFN_cuMemcpyAsync_v7000_ptsz)             \
+	X(cuMemcpyHtoDAsync,                3020,  0, cuMemcpyHtoDAsync_v2,                  DRV, PFN_cuMemcpyHtoDAsync_v3020)              \
+	X(cuMemcpyHtoDAsync,                7000,  1, cuMemcpyHtoDAsync_v2_ptsz,             DRV, PFN_cuMemcpyHtoDAsync_v7000_ptsz)         \
+	/* pitched copies: refused when a host side is a mapping */                                                                        \
+	X(cuMemcpy2D,                       3020,  0, cuMemcpy2D_v2,                         DRV, PFN_cuMemcpy2D_v3020)                     \
+	X(cuMemcpy2D,                       7000,  1, cuMemcpy2D_v2_ptds,                    DRV, PFN_cuMemcpy2D_v7000_ptds)                \
+	X(cuMemcpy2DUnaligned,              3020,  0, cuMemcpy2DUnaligned_v2,                DRV, PFN_cuMemcpy2DUnaligned_v3020)            \
+	X(cuMemcpy2DUnaligned,              7000,  1, cuMemcpy2DUnaligned_v2_ptds,           DRV, PFN_cuMemcpy2DUnaligned_v7000_ptds)       \
+	X(cuMemcpy2DAsync,                  3020,  0, cuMemcpy2DAsync_v2,                    DRV, PFN_cuMemcpy2DAsync_v3020)                \
+	X(cuMemcpy2DAsync,                  7000,  1, cuMemcpy2DAsync_v2_ptsz,               DRV, PFN_cuMemcpy2DAsync_v7000_ptsz)           \
+	X(cuMemcpy3D,                       3020,  0, cuMemcpy3D_v2,                         DRV, PFN_cuMemcpy3D_v3020)                     \
+	X(cuMemcpy3D,                       7000,  1, cuMemcpy3D_v2_ptds,                    DRV, PFN_cuMemcpy3D_v7000_ptds)                \
+	X(cuMemcpy3DAsync,                  3020,  0, cuMemcpy3DAsync_v2,                    DRV, PFN_cuMemcpy3DAsync_v3020)                \
+	X(cuMemcpy3DAsync,                  7000,  1, cuMemcpy3DAsync_v2_ptsz,               DRV, PFN_cuMemcpy3DAsync_v7000_ptsz)           \
+	/* host memory that is a mapping: registration and pointer queries */                                                              \
+	X(cuMemHostRegister,                4000,  0, cuMemHostRegister,                     DRV, PFN_cuMemHostRegister_v4000)              \
+	X(cuMemHostRegister,                6050,  0, cuMemHostRegister_v2,                  DRV, PFN_cuMemHostRegister_v6050)              \
+	X(cuMemHostUnregister,              4000,  0, cuMemHostUnregister,                   DRV, PFN_cuMemHostUnregister_v4000)            \
+	X(cuMemHostGetDevicePointer,        3020,  0, cuMemHostGetDevicePointer_v2,          DRV, PFN_cuMemHostGetDevicePointer_v3020)      \
+	X(cuPointerGetAttribute,            4000,  0, cuPointerGetAttribute,                 DRV, PFN_cuPointerGetAttribute_v4000)          \
+	X(cuPointerGetAttributes,           7000,  0, cuPointerGetAttributes,                DRV, PFN_cuPointerGetAttributes_v7000)         \
 	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
 	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
 	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend_cuda.h"
 #include "gpu.h"
@@ -286,8 +287,86 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	gaia_in_shim--;
 }
 
+/* --- which streams may still run kernels that wrote regions --- */
+
+/* Per device, the streams that got a launch since its last release (under
+ * launch_window). A per-thread default stream is the launching thread's:
+ * another thread cannot ask about it. `unknown`: a stream the shim can no
+ * longer name (destroyed, per-thread of another thread, too many): the
+ * next release waits for the whole device, as a context sync does. */
+#define LAUNCH_STREAMS 32
+struct launched_stream {
+	CUstream stream;
+	pid_t tid; /* for CU_STREAM_PER_THREAD */
+};
+static struct {
+	struct launched_stream s[LAUNCH_STREAMS];
+	unsigned n;
+	bool unknown;
+} launched[TSVT_MAX_DEVICES];
+
+static void note_launched(int dev, CUstream s)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return;
+	pid_t tid = s == CU_STREAM_PER_THREAD ? gettid() : 0;
+	for (unsigned i = 0; i < launched[dev].n; i++)
+		if (launched[dev].s[i].stream == s && launched[dev].s[i].tid == tid)
+			return;
+	if (launched[dev].n == LAUNCH_STREAMS)
+		launched[dev].unknown = true;
+	else
+		launched[dev].s[launched[dev].n++] = (struct launched_stream){s, tid};
+}
+
+void gpu_stream_destroyed(CUstream s)
+{
+	pthread_mutex_lock(&launch_window);
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		for (unsigned i = 0; i < launched[d].n; i++) {
+			if (launched[d].s[i].stream != s)
+				continue;
+			/* Its kernels may still run, and can no longer be asked
+			 * about: the next release waits for the device. */
+			launched[d].s[i] = launched[d].s[--launched[d].n];
+			launched[d].unknown = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&launch_window);
+}
+
+/* Before a release on dev: true when every kernel launched there since
+ * the last release has finished (waiting for nothing but them), false
+ * when some stream still runs one. A context sync, or a stream the shim
+ * cannot ask about, waits for the whole device. */
+static bool launched_work_done(int dev, enum gpu_sync_kind kind)
+{
+	if (kind == GPU_SYNC_CONTEXT || launched[dev].unknown) {
+		cuda_synchronize();
+		return true;
+	}
+	PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+	pid_t self = gettid();
+	for (unsigned i = 0; i < launched[dev].n; i++) {
+		const struct launched_stream *l = &launched[dev].s[i];
+		if (!query || (l->stream == CU_STREAM_PER_THREAD && l->tid != self)) {
+			cuda_synchronize();
+			return true;
+		}
+		CUresult q = query(l->stream);
+		if (q == CUDA_ERROR_NOT_READY)
+			return false;
+		/* Any other answer: the stream can tell no more (an error
+		 * is the program's to see at its own sync). */
+	}
+	return true;
+}
+
 void gpu_launch_done(struct gpu_launch *L, CUresult rc)
 {
+	if (L->in_window && rc == CUDA_SUCCESS)
+		note_launched(L->device, L->stream);
 	if (L->in_window)
 		pthread_mutex_unlock(&launch_window);
 	L->in_window = false;
@@ -305,12 +384,28 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	if (!mapping_any())
 		return CUDA_SUCCESS;
 	gaia_in_shim++;
-	/* Whatever the kind, the release waits for the whole device: even
-	 * after a context-wide sync, kernels other threads launched since it
-	 * returned may be running. */
-	(void)kind;
+	/* The release compares device pages with their base copies: no kernel
+	 * may still write them. A stream or event sync waits for nothing more
+	 * than the program's own call did: when kernels on other streams
+	 * still run, the release waits for a later sync that finds them done
+	 * (README, "What a sync shows"); other streams keep running. */
 	pthread_mutex_lock(&launch_window);
-	int failed = gpu_mappings_sync(cuda_current_device());
+	int dev = cuda_current_device();
+	int failed = 0;
+	if (dev >= 0 && dev < TSVT_MAX_DEVICES) {
+		if (launched_work_done(dev, kind)) {
+			failed = gpu_mappings_sync(dev);
+			launched[dev].n = 0;
+			launched[dev].unknown = false;
+		} else {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_INFO,
+				      "a stream or event sync returned while kernels on other streams "
+				      "still run: device results reach the CPU at the first sync that "
+				      "finds every such kernel done");
+			stats_add(GAIA_STAT_deferred_releases, 1);
+		}
+	}
 	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;
 	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;

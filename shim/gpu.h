@@ -78,8 +78,35 @@ GAIA_HIDDEN void gpu_launch_done(struct gpu_launch *launch, CUresult rc);
 enum gpu_sync_kind { GPU_SYNC_CONTEXT, GPU_SYNC_STREAM, GPU_SYNC_EVENT, GPU_SYNC_COPY };
 GAIA_HIDDEN CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc);
 
+/* The program destroyed a stream: kernels it launched there can no longer
+ * be asked about (the next release waits for the device). */
+GAIA_HIDDEN void gpu_stream_destroyed(CUstream s);
+
 /* The real cuInit is about to run (called once per process, before it):
  * the protocol registers what must exist before the driver starts. */
 GAIA_HIDDEN void gpu_before_driver_init(void);
+
+/* --- CUDA calls that take host pointers (gpu_copy.c) --- */
+
+/* Whether [p, p+n) lies in (overlaps) a managed mapping. */
+GAIA_HIDDEN bool gpu_is_mapped_host(const void *p, size_t n);
+/* How a copy's API names one of its sides: device memory, host memory,
+ * or either (unified addressing: cuMemcpy, cudaMemcpyDefault). */
+enum gpu_copy_side { GPU_COPY_DEVICE, GPU_COPY_HOST, GPU_COPY_UNIFIED };
+/* A 1-D copy whose host side may be a mapping: false when neither side
+ * is (the caller forwards it); else it was made, in stream order, and
+ * *rc is its result. `async`: an Async form. */
+GAIA_HIDDEN bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
+			     enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc);
+/* Host registration of a mapped range, kept by the shim. */
+GAIA_HIDDEN CUresult gpu_host_register(void *p, size_t len);
+GAIA_HIDDEN bool gpu_host_unregister(void *p);
+GAIA_HIDDEN bool gpu_host_device_pointer(CUdeviceptr *out, void *p);
+/* Pointer queries: the pointer to ask the driver about instead of ptr
+ * (a pageable probe when ptr is mapped), and the fix-up of a registered
+ * mapping's answer. */
+GAIA_HIDDEN CUdeviceptr gpu_pointer_query_target(CUdeviceptr ptr, bool *registered);
+GAIA_HIDDEN CUresult gpu_pointer_fixup(CUpointer_attribute attr, void *data, CUdeviceptr ptr,
+				       CUresult rc);
 
 #endif

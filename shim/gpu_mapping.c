@@ -373,24 +373,16 @@ int gpu_mappings_sync(int dev)
 		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
-	bool waited = false;
+	/* The caller (gpu.c) made sure every kernel launched on dev since its
+	 * last release has finished: the diff meets no kernel still writing. */
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (!m->replicas[dev] || !m->engine.epoch_open[dev])
 			continue;
-		/* Other streams, and kernels other threads launched after a
-		 * context-wide sync returned, may still run: the diff needs a
-		 * device whose kernels are done with the region. Once, and only
-		 * when some region has an epoch open. */
-		if (!waited) {
-			cuda_synchronize();
-			waited = true;
-		}
 		int rc = device_release_locked(m, dev);
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
-	if (waited)
-		device_busy[dev] = false;
+	device_busy[dev] = false;
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
 	return first_rc;

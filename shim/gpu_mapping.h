@@ -22,9 +22,9 @@ struct gpu_translation {
  * run). */
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity);
-/* A host sync on device dev returned: the device is waited for (when a
- * region has an epoch open there), dev releases every region it launched
- * on, the CPU acquires. 0, or -errno when some device changes could not
+/* A host sync on device dev returned and every kernel launched there since
+ * its last release has finished (the caller made sure): dev releases every
+ * region it launched on, the CPU acquires. 0, or -errno when some device changes could not
  * reach the CPU. */
 GAIA_HIDDEN int gpu_mappings_sync(int dev);
 

@@ -1,0 +1,250 @@
+/* CUDA calls that take host pointers, when the host memory is a managed
+ * mapping (DESIGN §3.2: "CUDA calls that take host pointers treat a
+ * mapping as the host memory it is").
+ *
+ * Without the shim a mapped file is pageable host memory. With it, the
+ * vmm backing gives the region's own address to the driver as device
+ * memory, so the driver would take a copy from the mapping for a copy
+ * from the stale device replica, and one into it for a store the CPU
+ * never sees. Whatever the backing, a copy is also a CPU access of the
+ * region and must follow the protocol:
+ *  - a copy *from* a region reads the CPU's bytes. A synchronous one
+ *    first waits for its stream and releases the device (the kernels
+ *    before it in stream order wrote the region: their bytes are what a
+ *    copy after them reads); an asynchronous one reads them at the call,
+ *    as the driver stages pageable memory at the call.
+ *  - a copy *into* a region is a CPU write: the bytes come down into a
+ *    bounce buffer, the device releases what its kernels wrote (they ran
+ *    before the copy in stream order, so the copy's bytes must win), and
+ *    the CPU stores them through the program's mapping, where the write
+ *    tracking records them.
+ * The shim's own transfers never come here (they call the driver
+ * directly). Host registration of a mapping is remembered, not passed on
+ * (its address may be device memory to the driver): pointer queries then
+ * answer as for registered host memory, and copies are bounced as above.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cudaTypedefs.h>
+
+#include "gpu.h"
+
+#define BOUNCE_BYTES (16u << 20)
+
+static bool is_device_memory(const void *p)
+{
+	PFN_cuPointerGetAttribute_v4000 get = CUDA_REAL(cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000);
+	unsigned int type = 0;
+	return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
+	       (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY);
+}
+
+bool gpu_is_mapped_host(const void *p, size_t n)
+{
+	return p && mapping_any() && mapping_overlaps(p, n ? n : 1);
+}
+
+/* The stream's work is done and the device has released: what a copy
+ * that reads or writes a region after that work must see first. */
+static CUresult settle_stream(CUstream stream)
+{
+	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+	CUresult rc = sync ? sync(stream) : CUDA_ERROR_NOT_INITIALIZED;
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return gpu_after_sync(GPU_SYNC_STREAM, CUDA_SUCCESS);
+}
+
+static CUresult host_to_device(CUdeviceptr dst, const uint8_t *src, size_t n, CUstream stream)
+{
+	PFN_cuMemcpyHtoDAsync_v3020 copy = CUDA_REAL(cuMemcpyHtoDAsync_v2, PFN_cuMemcpyHtoDAsync_v3020);
+	if (!copy)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	uint8_t *bounce = malloc(n < BOUNCE_BYTES ? n : BOUNCE_BYTES);
+	if (!bounce)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t done = 0; done < n && rc == CUDA_SUCCESS;) {
+		size_t c = n - done < BOUNCE_BYTES ? n - done : BOUNCE_BYTES;
+		memcpy(bounce, src + done, c);
+		/* Pageable memory: the driver has taken the bytes when it
+		 * returns, so the buffer is free again. */
+		rc = copy(dst + done, bounce, c, stream);
+		done += c;
+	}
+	free(bounce);
+	return rc;
+}
+
+static CUresult device_to_host(uint8_t *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	PFN_cuMemcpyDtoHAsync_v3020 copy = CUDA_REAL(cuMemcpyDtoHAsync_v2, PFN_cuMemcpyDtoHAsync_v3020);
+	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+	if (!copy || !sync)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	uint8_t *bounce = malloc(n < BOUNCE_BYTES ? n : BOUNCE_BYTES);
+	if (!bounce)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t done = 0; done < n && rc == CUDA_SUCCESS;) {
+		size_t c = n - done < BOUNCE_BYTES ? n - done : BOUNCE_BYTES;
+		rc = copy(bounce, src + done, c, stream);
+		if (rc == CUDA_SUCCESS)
+			rc = sync(stream); /* the bytes are in the bounce buffer */
+		/* Before the first store: the kernels before the copy release
+		 * what they wrote, so the copy's bytes land after theirs. */
+		if (rc == CUDA_SUCCESS && done == 0)
+			rc = gpu_after_sync(GPU_SYNC_COPY, CUDA_SUCCESS);
+		if (rc == CUDA_SUCCESS)
+			memcpy(dst + done, bounce, c);
+		done += c;
+	}
+	free(bounce);
+	return rc;
+}
+
+bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
+		 enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc)
+{
+	bool src_mapped = src_side != GPU_COPY_DEVICE && gpu_is_mapped_host(src, n);
+	bool dst_mapped = dst_side != GPU_COPY_DEVICE && gpu_is_mapped_host(dst, n);
+	if (!n || (!src_mapped && !dst_mapped))
+		return false;
+	gpu_hook_depth++;
+	bool src_dev = src_side == GPU_COPY_DEVICE ||
+		       (src_side == GPU_COPY_UNIFIED && !src_mapped && is_device_memory(src));
+	bool dst_dev = dst_side == GPU_COPY_DEVICE ||
+		       (dst_side == GPU_COPY_UNIFIED && !dst_mapped && is_device_memory(dst));
+	CUresult r = CUDA_SUCCESS;
+	if (src_mapped && !async)
+		r = settle_stream(stream);
+	if (r != CUDA_SUCCESS) {
+		/* the stream failed: the copy is not made */
+	} else if (dst_dev) {
+		r = host_to_device((CUdeviceptr)(uintptr_t)dst, src, n, stream);
+	} else if (src_dev) {
+		r = device_to_host(dst, (CUdeviceptr)(uintptr_t)src, n, stream);
+	} else {
+		/* Host to host: the CPU copies; stores into a region are the
+		 * program's own writes. A synchronous copy into a region waits
+		 * for its stream first, as the driver's does. */
+		if (dst_mapped && !src_mapped && !async)
+			r = settle_stream(stream);
+		if (r == CUDA_SUCCESS)
+			memmove(dst, src, n);
+	}
+	gpu_hook_depth--;
+	*rc = r;
+	return true;
+}
+
+/* --- host registration of a mapping --- */
+
+struct registration {
+	uintptr_t start;
+	size_t len;
+};
+static struct registration *registered;
+static size_t nregistered, capregistered;
+static pthread_mutex_t registered_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool registered_at(const void *p, struct registration *out)
+{
+	uintptr_t a = (uintptr_t)p;
+	bool found = false;
+	pthread_mutex_lock(&registered_lock);
+	for (size_t i = 0; i < nregistered && !found; i++) {
+		if (a >= registered[i].start && a < registered[i].start + registered[i].len) {
+			*out = registered[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&registered_lock);
+	return found;
+}
+
+CUresult gpu_host_register(void *p, size_t len)
+{
+	struct registration r;
+	if (!len)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (registered_at(p, &r) || registered_at((char *)p + len - 1, &r))
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	pthread_mutex_lock(&registered_lock);
+	CUresult rc = CUDA_SUCCESS;
+	if (nregistered == capregistered) {
+		size_t cap = capregistered ? 2 * capregistered : 16;
+		struct registration *g = realloc(registered, cap * sizeof(*g));
+		if (!g)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		else {
+			registered = g;
+			capregistered = cap;
+		}
+	}
+	if (rc == CUDA_SUCCESS)
+		registered[nregistered++] = (struct registration){(uintptr_t)p, len};
+	pthread_mutex_unlock(&registered_lock);
+	if (rc == CUDA_SUCCESS)
+		gaia_info("host registration of the mapped range %p+%zu kept by the shim: copies "
+			  "to and from it go through the page cache", p, len);
+	return rc;
+}
+
+bool gpu_host_unregister(void *p)
+{
+	bool found = false;
+	pthread_mutex_lock(&registered_lock);
+	for (size_t i = 0; i < nregistered && !found; i++) {
+		if (registered[i].start == (uintptr_t)p) {
+			registered[i] = registered[--nregistered];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&registered_lock);
+	return found;
+}
+
+bool gpu_host_device_pointer(CUdeviceptr *out, void *p)
+{
+	struct registration r;
+	if (!registered_at(p, &r))
+		return false;
+	*out = (CUdeviceptr)(uintptr_t)p;
+	return true;
+}
+
+/* Pointer queries: a mapping answers as the host memory it is. The
+ * driver is asked about a byte of pageable memory of the shim's own
+ * (what an unregistered mapping is without the shim); a registered one
+ * then has its memory type and pointers filled in. */
+static unsigned char pageable_probe[64];
+
+CUdeviceptr gpu_pointer_query_target(CUdeviceptr ptr, bool *registered_out)
+{
+	struct registration r;
+	*registered_out = false;
+	if (!gpu_is_mapped_host((const void *)(uintptr_t)ptr, 1))
+		return ptr;
+	*registered_out = registered_at((const void *)(uintptr_t)ptr, &r);
+	return (CUdeviceptr)(uintptr_t)pageable_probe;
+}
+
+CUresult gpu_pointer_fixup(CUpointer_attribute attr, void *data, CUdeviceptr ptr, CUresult rc)
+{
+	switch (attr) {
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data = CU_MEMORYTYPE_HOST;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		*(void **)data = (void *)(uintptr_t)ptr;
+		return CUDA_SUCCESS;
+	default:
+		return rc;
+	}
+}
