@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cudaTypedefs.h>
+
 #include "backend_cuda.h"
 #include "gpu.h"
 #include "gpu_kernels.h"
@@ -336,31 +338,29 @@ void gpu_stream_destroyed(CUstream s)
 	pthread_mutex_unlock(&launch_window);
 }
 
-/* Before a release on dev: true when every kernel launched there since
- * the last release has finished (waiting for nothing but them), false
- * when some stream still runs one. A context sync, or a stream the shim
- * cannot ask about, waits for the whole device. */
-static bool launched_work_done(int dev, enum gpu_sync_kind kind)
+/* Before a release on dev: waits until every kernel launched there since
+ * the last release has finished, and for nothing else: the streams that
+ * launched them, each synchronized. A context sync, or a stream the shim
+ * cannot ask about, waits for the whole device. (Releasing while a kernel
+ * on another stream still runs would need a snapshot of the device pages
+ * that kernel may still write; README, "What a sync shows".) */
+static void wait_launched_work(int dev, enum gpu_sync_kind kind)
 {
 	if (kind == GPU_SYNC_CONTEXT || launched[dev].unknown) {
 		cuda_synchronize();
-		return true;
+		return;
 	}
-	PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
 	pid_t self = gettid();
 	for (unsigned i = 0; i < launched[dev].n; i++) {
 		const struct launched_stream *l = &launched[dev].s[i];
-		if (!query || (l->stream == CU_STREAM_PER_THREAD && l->tid != self)) {
+		if (!sync || (l->stream == CU_STREAM_PER_THREAD && l->tid != self)) {
 			cuda_synchronize();
-			return true;
+			return;
 		}
-		CUresult q = query(l->stream);
-		if (q == CUDA_ERROR_NOT_READY)
-			return false;
-		/* Any other answer: the stream can tell no more (an error
-		 * is the program's to see at its own sync). */
+		/* An error is the program's to see at its own sync. */
+		(void)sync(l->stream);
 	}
-	return true;
 }
 
 void gpu_launch_done(struct gpu_launch *L, CUresult rc)
@@ -385,26 +385,16 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 		return CUDA_SUCCESS;
 	gaia_in_shim++;
 	/* The release compares device pages with their base copies: no kernel
-	 * may still write them. A stream or event sync waits for nothing more
-	 * than the program's own call did: when kernels on other streams
-	 * still run, the release waits for a later sync that finds them done
-	 * (README, "What a sync shows"); other streams keep running. */
+	 * may still write them. It waits for the kernels launched since the
+	 * last release, on their own streams, and for no other device work. */
 	pthread_mutex_lock(&launch_window);
 	int dev = cuda_current_device();
 	int failed = 0;
 	if (dev >= 0 && dev < TSVT_MAX_DEVICES) {
-		if (launched_work_done(dev, kind)) {
-			failed = gpu_mappings_sync(dev);
-			launched[dev].n = 0;
-			launched[dev].unknown = false;
-		} else {
-			static int once;
-			gaia_log_once(&once, GAIA_LOG_INFO,
-				      "a stream or event sync returned while kernels on other streams "
-				      "still run: device results reach the CPU at the first sync that "
-				      "finds every such kernel done");
-			stats_add(GAIA_STAT_deferred_releases, 1);
-		}
+		wait_launched_work(dev, kind);
+		failed = gpu_mappings_sync(dev);
+		launched[dev].n = 0;
+		launched[dev].unknown = false;
 	}
 	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;

@@ -182,6 +182,25 @@ static void child_overhead(size_t bytes, int prot)
 	       base * 1e6, with * 1e6, (with - base) * 1e6, first * 1e3);
 }
 
+/* Every managed region is acquired at every launch (README): the cost of
+ * n mapped regions that the kernel never touches and the CPU never
+ * writes, per launch+sync of an empty kernel on device memory. */
+static void child_untouched(int n)
+{
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, 4096));
+	const int loops = 20;
+	launch_sync_loop(d, 5);
+	double base = launch_sync_loop(d, loops);
+	for (int i = 0; i < n; i++) {
+		unsigned char *m = map_new_file(1 << 20, PROT_READ | PROT_WRITE, NULL);
+		m[0] = 1;
+	}
+	launch_sync_loop(d, 1); /* the first launch uploads them all */
+	double with = launch_sync_loop(d, loops);
+	printf("RESULT untouched_base_us %.1f\nRESULT untouched_with_us %.1f\n", base * 1e6, with * 1e6);
+}
+
 static void child_h2d(size_t bytes)
 {
 	unsigned long long npages = bytes / PAGE;
@@ -322,6 +341,8 @@ int main(int argc, char **argv)
 			child_overhead(mb << 20, PROT_READ);
 		else if (!strcmp(what, "h2d"))
 			child_h2d(mb << 20);
+		else if (!strcmp(what, "untouched"))
+			child_untouched(atoi(argv[3]));
 		else if (!strcmp(what, "upload_size"))
 			child_upload_size(mb << 20);
 		else
@@ -394,7 +415,24 @@ int main(int argc, char **argv)
 	printf("  %-50s %12.2f\n", "mean upload (MiB)", get(u, nu, "upload_mean_mib"));
 	printf("  %-50s %12.2f\n", "upload rate (GiB/s, simulator memcpy)", get(u, nu, "upload_gib_s"));
 
+	const int untouched_n[] = {1, 16, 64};
+	double untouched_added[3];
+	printf("\n%-52s %12s %12s\n", "launch+sync of an empty kernel, N 1 MiB regions", "base (us)",
+	       "added (us)");
+	for (int k = 0; k < 3; k++) {
+		char nbuf[16];
+		snprintf(nbuf, sizeof(nbuf), "%d", untouched_n[k]);
+		const char *ua[] = {"untouched", nbuf, NULL};
+		struct result ur[16];
+		int nur = run_child(self, lib, ua, ur, 16, mem);
+		untouched_added[k] = get(ur, nur, "untouched_with_us") - get(ur, nur, "untouched_base_us");
+		printf("  %-50s %12.1f %12.1f\n", nbuf, get(ur, nur, "untouched_base_us"), untouched_added[k]);
+	}
+	double first_ms_per_gib = get(rw, nrw, "first_ms") / (strtod(size_mb, NULL) / 1024.0);
+
 	printf("\nBENCH false_sharing_speedup_vs_managed %.2f\n", fs_m / fs_g);
+	printf("BENCH first_launch_ms_per_gib %.1f\n", first_ms_per_gib);
+	printf("BENCH launch_sync_added_us_per_untouched_region %.2f\n", untouched_added[2] / untouched_n[2]);
 	printf("BENCH launch_sync_overhead_clean_us %.1f\n", get(rw, nrw, "added_us"));
 	printf("BENCH launch_sync_overhead_clean_readonly_us %.1f\n", get(ro, nro, "added_us"));
 	printf("BENCH h2d_bytes_over_changed %.3f\n", get(h, nh, "h2d_ratio_worst"));

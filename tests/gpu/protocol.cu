@@ -628,18 +628,25 @@ int main(int argc, char **argv)
 		case_two_devices(1);
 	else
 		CHECK(0, "unknown case %s", c);
-	/* The backing asked for is the one used: under vmm the mapping's
-	 * address is device memory to the driver, under managed it is not. */
+	/* The backing asked for is the one used: under managed the replica is
+	 * managed memory, under vmm device memory at the mapping's address (the
+	 * program, which allocates no managed memory, cannot ask the driver
+	 * about that address: the shim answers pointer queries on a mapping
+	 * as for the host memory it is). */
 	const char *want = getenv("GAIA_BACKING");
 #ifndef __CUDACC__
 	if (want && last_map) {
 		CUDA_OK(cudaSetDevice(0));
+		struct simgpu_stats st;
+		CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
+		bool managed = st.managed_bytes_in_use > 0;
+		CHECK(managed == !strcmp(want, "managed"), "GAIA_BACKING=%s but %s managed memory is allocated",
+		      want, managed ? "some" : "no");
 		unsigned type = 0;
 		CUresult r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 						   (CUdeviceptr)(uintptr_t)last_map);
-		bool device = r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
-		CHECK(device == !strcmp(want, "vmm"), "GAIA_BACKING=%s but the mapping is %sdevice memory",
-		      want, device ? "" : "not ");
+		CHECK(r != CUDA_SUCCESS || type == CU_MEMORYTYPE_HOST,
+		      "a mapping is host memory to the program, the driver said type %u", type);
 	}
 #endif
 	printf("ok %s\n", c);
