@@ -1,0 +1,156 @@
+/* io_during_launch — file I/O whose buffers lie inside an mmap'ed file,
+ * done by other threads while the main thread hands that file to a kernel
+ * for the first time (the first launch gives the file a device copy):
+ *   main: 200 times: create a file, map it, publish it to the threads,
+ *         launch a kernel on it, cudaDeviceSynchronize, check, retire it;
+ *   thread W: pwrite(fd_out, cur + W_AREA + off, 64 KiB) in a loop;
+ *   thread R: read(fd_in, cur + R_AREA + off, 64 KiB) in a loop;
+ * where cur is the file being launched on. fd_out and fd_in are other,
+ * unmapped files. Any error (EFAULT) or short count fails; fd_out must hold
+ * the W area's bytes, and each file's R area (mapping and pread()) the
+ * chunks of fd_in read into it; the kernel's bytes must be right too.
+ */
+#include <pthread.h>
+
+#include "programs.h"
+
+#define NFILES 200
+#define CHUNK (64 << 10)
+#define K_AREA 0			/* the kernel's bytes: 64 KiB */
+#define K_BYTES (64 << 10)
+#define W_AREA (K_AREA + K_BYTES)	/* pwrite's source: 256 KiB, never written */
+#define R_AREA (W_AREA + 4 * CHUNK)	/* read's destination: 256 KiB */
+#define FILE_BYTES (R_AREA + 4 * CHUNK)
+
+static int fd_out, fd_in;
+static pthread_rwlock_t lock;		/* prefers the main thread (a writer) */
+static unsigned char *cur;		/* the file being launched on, or NULL */
+static int cur_read[4];			/* R-area chunks read into cur */
+static int wrote[4];			/* fd_out chunks written */
+static volatile int stop;
+static unsigned long ios_during;	/* I/O calls made with a current file */
+
+static unsigned char file_byte(size_t i) { return (unsigned char)(i * 3 + 11 + (i >> 16)); }
+static unsigned char in_byte(size_t i) { return (unsigned char)(i * 7 + 1 + (i >> 14)); }
+
+__global__ void xor_bytes(unsigned char *m, unsigned long long n, unsigned char v)
+{
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+		m[i] ^= v;
+}
+SIMGPU_KERNEL(xor_bytes);
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	for (unsigned long k = 0; !stop; k++) {
+		size_t c = k % 4;
+		pthread_rwlock_rdlock(&lock);
+		if (cur) {
+			ssize_t r = pwrite(fd_out, cur + W_AREA + c * CHUNK, CHUNK, (off_t)(c * CHUNK));
+			CHECK(r == CHUNK, "pwrite of 64 KiB from the mapped file returned %zd (%s)", r,
+			      r < 0 ? strerror(errno) : "short count");
+			__atomic_store_n(&wrote[c], 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
+		}
+		pthread_rwlock_unlock(&lock);
+		if (!cur)
+			usleep(100);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	(void)arg;
+	for (unsigned long k = 0; !stop; k++) {
+		size_t c = (k * 3) % 4;
+		pthread_rwlock_rdlock(&lock);
+		if (cur) {
+			CHECK(lseek(fd_in, (off_t)(c * CHUNK), SEEK_SET) == (off_t)(c * CHUNK), "lseek: %s",
+			      strerror(errno));
+			ssize_t r = read(fd_in, cur + R_AREA + c * CHUNK, CHUNK);
+			CHECK(r == CHUNK, "read of 64 KiB into the mapped file returned %zd (%s)", r,
+			      r < 0 ? strerror(errno) : "short count");
+			__atomic_store_n(&cur_read[c], 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
+		}
+		pthread_rwlock_unlock(&lock);
+		if (!cur)
+			usleep(100);
+	}
+	return NULL;
+}
+
+/* What file byte i must be: kernel area xor'ed, R area chunks read or not. */
+static unsigned char want_byte(size_t i)
+{
+	if (i < K_AREA + K_BYTES)
+		return (unsigned char)(file_byte(i) ^ 0x5a);
+	if (i >= R_AREA && cur_read[(i - R_AREA) / CHUNK])
+		return in_byte(i - R_AREA);
+	return file_byte(i);
+}
+
+int main(void)
+{
+	watchdog(60);
+	CUDA_OK(cudaSetDevice(0));
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	CHECK(pthread_rwlock_init(&lock, &ra) == 0, "pthread_rwlock_init");
+	fd_out = make_file(4 * CHUNK, NULL);
+	fd_in = make_file(4 * CHUNK, in_byte);
+	pthread_t tw, tr;
+	CHECK(pthread_create(&tw, NULL, writer, NULL) == 0, "pthread_create");
+	CHECK(pthread_create(&tr, NULL, reader, NULL) == 0, "pthread_create");
+
+	char where[100];
+	step = where;
+	unsigned char *buf = (unsigned char *)malloc(FILE_BYTES);
+	for (int f = 0; f < NFILES; f++) {
+		snprintf(where, sizeof(where), "first launch on fresh file %d of %d", f + 1, NFILES);
+		int fd = make_file(FILE_BYTES, file_byte);
+		unsigned char *m = (unsigned char *)map_file(fd, FILE_BYTES);
+		pthread_rwlock_wrlock(&lock);
+		cur = m;
+		memset(cur_read, 0, sizeof(cur_read));
+		pthread_rwlock_unlock(&lock);
+
+		SIMGPU_LAUNCH(xor_bytes, 8, 128, 0, 0)(m + K_AREA, (unsigned long long)K_BYTES, (unsigned char)0x5a);
+		CUDA_OK(cudaGetLastError());
+		CUDA_OK(cudaDeviceSynchronize());
+
+		pthread_rwlock_wrlock(&lock);	/* no I/O into m from here on */
+		cur = NULL;
+		pread_all(fd, buf, FILE_BYTES, 0);
+		for (size_t i = 0; i < FILE_BYTES; i++) {
+			unsigned char want = want_byte(i);
+			const char *area = i < W_AREA ? "kernel" : i < R_AREA ? "pwrite source" : "read() destination";
+			CHECK(m[i] == want, "fresh file %d: byte %zu (%s area) through the mapping is %#x, want %#x",
+			      f + 1, i, area, m[i], want);
+			CHECK(buf[i] == want, "fresh file %d: byte %zu (%s area) read with pread() is %#x, want %#x",
+			      f + 1, i, area, buf[i], want);
+		}
+		pthread_rwlock_unlock(&lock);
+		CHECK(munmap(m, FILE_BYTES) == 0, "munmap: %s", strerror(errno));
+		close(fd);
+	}
+	stop = 1;
+	pthread_join(tw, NULL);
+	pthread_join(tr, NULL);
+
+	step = "checking fd_out";
+	CHECK(ios_during > 0, "the I/O threads made no calls during the %d launches", NFILES);
+	pread_all(fd_out, buf, 4 * CHUNK, 0);
+	for (size_t i = 0; i < 4 * CHUNK; i++) {
+		unsigned char want = wrote[i / CHUNK] ? file_byte(W_AREA + i) : 0;
+		CHECK(buf[i] == want, "fd_out byte %zu (written by pwrite from the mapping) is %#x, want %#x", i,
+		      buf[i], want);
+	}
+	free(buf);
+	printf("ok io_during_launch: %lu I/O calls on files being launched on\n", ios_during);
+	return 0;
+}

@@ -1,0 +1,272 @@
+/* memcpy_kinds — cudaMemcpy in every direction with an mmap'ed file `m` on
+ * the host side, mixed with kernels that read and write `m` directly:
+ *   H2D from m after CPU stores (the copy carries the CPU's bytes);
+ *   D2H into m (the mapping, pread() and a later kernel see the bytes);
+ *   cudaMemcpyDefault both ways; cudaMemcpyAsync both ways on a created
+ *   stream + cudaStreamSynchronize; HostToHost between malloc memory and m;
+ *   a partial, unaligned range (offset 123, 5000 bytes);
+ *   a D2H copy into m after a kernel wrote other bytes of the same page
+ *   (both survive); an H2D copy from m after a kernel wrote m and a sync
+ *   (the copy carries the kernel's bytes); cudaMemcpy2D between a pitched
+ *   device buffer and m (where the runtime has cudaMemcpy2D).
+ * The first steps run before any kernel touched m, the later ones after.
+ */
+#include <dlfcn.h>
+
+#include "programs.h"
+
+#define NB (16 * PAGE)	/* the file, and each device buffer */
+
+/* Pattern k: byte i. Two patterns differ at every byte. */
+static unsigned char pat(int k, size_t i)
+{
+	return (unsigned char)(i * 131 + (size_t)k * 29 + (i >> 9) * 7);
+}
+
+__global__ void copy_bytes(const unsigned char *src, unsigned char *dst, unsigned long long n)
+{
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
+		dst[i] = src[i];
+}
+SIMGPU_KERNEL(copy_bytes);
+
+/* dst[i] = pattern k, byte i, for i in [from, to). */
+__global__ void fill_pat(unsigned char *dst, unsigned long long from, unsigned long long to, int k)
+{
+	unsigned long long i = from + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; i < to; i += (unsigned long long)gridDim.x * blockDim.x)
+		dst[i] = (unsigned char)(i * 131 + (unsigned long long)k * 29 + (i >> 9) * 7);
+}
+SIMGPU_KERNEL(fill_pat);
+
+static int fd;
+static unsigned char *m;	/* the mapped file */
+static unsigned char *d, *d2;	/* device buffers */
+static unsigned char *h;	/* malloc'ed host buffer */
+static unsigned char *model;	/* what the file must hold */
+
+static void fill(unsigned char *buf, size_t from, size_t to, int k)
+{
+	for (size_t i = from; i < to; i++)
+		buf[i] = pat(k, i);
+}
+
+/* got[0, n) must equal want[0, n). */
+static void same(const char *what, const unsigned char *got, const unsigned char *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(got[i] == want[i], "%s: byte %zu is %#x, want %#x", what, i, got[i], want[i]);
+}
+
+/* The mapping and pread() must show `model`. */
+static void file_is_model(const char *what)
+{
+	char msg[300];
+	snprintf(msg, sizeof(msg), "%s: through the mapping", what);
+	same(msg, m, model, NB);
+	unsigned char *buf = (unsigned char *)malloc(NB);
+	pread_all(fd, buf, NB, 0);
+	snprintf(msg, sizeof(msg), "%s: read with pread()", what);
+	same(msg, buf, model, NB);
+	free(buf);
+}
+
+/* Device buffer dev must hold want[0, NB). */
+static void device_is(const char *what, const unsigned char *dev, const unsigned char *want)
+{
+	unsigned char *buf = (unsigned char *)malloc(NB);
+	CUDA_OK(cudaMemcpy(buf, dev, NB, cudaMemcpyDeviceToHost));
+	same(what, buf, want, NB);
+	free(buf);
+}
+
+/* A kernel reading m must see `model`. */
+static void kernel_sees_model(const char *what)
+{
+	SIMGPU_LAUNCH(copy_bytes, 16, 256, 0, 0)(m, d2, (unsigned long long)NB);
+	CUDA_OK(cudaGetLastError());
+	char msg[300];
+	snprintf(msg, sizeof(msg), "%s: what a kernel reading the mapping saw", what);
+	device_is(msg, d2, model);
+}
+
+/* Device buffer dev := pattern k (from malloc memory). */
+static void device_fill(unsigned char *dev, int k)
+{
+	fill(h, 0, NB, k);
+	CUDA_OK(cudaMemcpy(dev, h, NB, cudaMemcpyHostToDevice));
+}
+
+static void h2d_after_cpu_stores(cudaMemcpyKind kind, int k, const char *what)
+{
+	step = what;
+	fill(m, 0, NB, k);
+	fill(model, 0, NB, k);
+	CUDA_OK(cudaMemcpy(d, m, NB, kind));
+	device_is(what, d, model);
+}
+
+static void d2h_into_m(cudaMemcpyKind kind, int k, const char *what)
+{
+	step = what;
+	device_fill(d, k);
+	CUDA_OK(cudaMemcpy(m, d, NB, kind));
+	fill(model, 0, NB, k);
+	file_is_model(what);
+	kernel_sees_model(what);
+}
+
+static void async_both_ways(cudaStream_t s)
+{
+	step = "cudaMemcpyAsync H2D from m";
+	fill(m, 0, NB, 5);
+	fill(model, 0, NB, 5);
+	CUDA_OK(cudaMemcpyAsync(d, m, NB, cudaMemcpyHostToDevice, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	device_is(step, d, model);
+
+	step = "cudaMemcpyAsync D2H into m";
+	device_fill(d, 6);
+	CUDA_OK(cudaMemcpyAsync(m, d, NB, cudaMemcpyDeviceToHost, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, NB, 6);
+	file_is_model(step);
+	kernel_sees_model(step);
+}
+
+static void host_to_host(void)
+{
+	step = "cudaMemcpy HostToHost malloc -> m";
+	fill(h, 0, NB, 7);
+	CUDA_OK(cudaMemcpy(m, h, NB, cudaMemcpyHostToHost));
+	fill(model, 0, NB, 7);
+	file_is_model(step);
+	kernel_sees_model(step);
+
+	step = "cudaMemcpy HostToHost m -> malloc, after a kernel wrote m and a sync";
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, 0)(m, 0ull, (unsigned long long)NB, 8);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	fill(model, 0, NB, 8);
+	memset(h, 0, NB);
+	CUDA_OK(cudaMemcpy(h, m, NB, cudaMemcpyHostToHost));
+	same(step, h, model, NB);
+}
+
+static void partial_unaligned(void)
+{
+	const size_t off = 123, len = 5000, doff = 7;
+	step = "partial D2H into m (offset 123, 5000 bytes)";
+	device_fill(d, 10);
+	CUDA_OK(cudaMemcpy(m + off, d + doff, len, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < len; i++)
+		model[off + i] = pat(10, doff + i);
+	file_is_model(step);
+	kernel_sees_model(step);
+
+	step = "partial H2D from m (offset 123, 5000 bytes)";
+	fill(m, 0, NB, 11);
+	fill(model, 0, NB, 11);
+	device_fill(d, 12);
+	CUDA_OK(cudaMemcpy(d + doff, m + off, len, cudaMemcpyHostToDevice));
+	unsigned char *want = (unsigned char *)malloc(NB);
+	fill(want, 0, NB, 12);
+	memcpy(want + doff, model + off, len);
+	device_is(step, d, want);
+	free(want);
+}
+
+static void kernels_between_copies(void)
+{
+	/* The kernel writes the first half of page 3, the copy the second half. */
+	step = "D2H into m after a kernel wrote other bytes of the same page";
+	const size_t p3 = 3 * PAGE, half = PAGE / 2;
+	fill(m, 0, NB, 13);
+	fill(model, 0, NB, 13);
+	device_fill(d, 14);
+	SIMGPU_LAUNCH(fill_pat, 4, 128, 0, 0)(m, (unsigned long long)p3, (unsigned long long)(p3 + half), 15);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpy(m + p3 + half, d + p3 + half, half, cudaMemcpyDeviceToHost));
+	fill(model, p3, p3 + half, 15);
+	fill(model, p3 + half, p3 + PAGE, 14);
+	file_is_model(step);
+	kernel_sees_model(step);
+
+	step = "H2D from m after a kernel wrote m and a sync";
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, 0)(m, (unsigned long long)PAGE, (unsigned long long)(NB - PAGE), 16);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	fill(model, PAGE, NB - PAGE, 16);
+	CUDA_OK(cudaMemcpy(d, m, NB, cudaMemcpyHostToDevice));
+	device_is(step, d, model);
+	file_is_model(step);
+}
+
+/* cudaMemcpy2D: rows of `width` bytes between a device buffer with pitch
+ * 512 and m with pitch 1000 starting at byte 100. */
+static void copy_2d(void)
+{
+	typedef cudaError_t (*memcpy2d_fn)(void *, size_t, const void *, size_t, size_t, size_t,
+					   cudaMemcpyKind);
+	memcpy2d_fn memcpy2d = (memcpy2d_fn)dlsym(RTLD_DEFAULT, "cudaMemcpy2D");
+	if (!memcpy2d) {
+		printf("note: this CUDA runtime has no cudaMemcpy2D; the 2-D copies are not tested\n");
+		return;
+	}
+	const size_t dpitch = 512, hpitch = 1000, hoff = 100, width = 300, height = 20;
+	step = "cudaMemcpy2D pitched device buffer -> m";
+	device_fill(d, 17);
+	CUDA_OK(memcpy2d(m + hoff, hpitch, d, dpitch, width, height, cudaMemcpyDeviceToHost));
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++)
+			model[hoff + r * hpitch + c] = pat(17, r * dpitch + c);
+	file_is_model(step);
+	kernel_sees_model(step);
+
+	step = "cudaMemcpy2D m -> pitched device buffer";
+	fill(m, 0, NB, 18);
+	fill(model, 0, NB, 18);
+	device_fill(d, 19);
+	CUDA_OK(memcpy2d(d, dpitch, m + hoff, hpitch, width, height, cudaMemcpyHostToDevice));
+	unsigned char *want = (unsigned char *)malloc(NB);
+	fill(want, 0, NB, 19);
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++)
+			want[r * dpitch + c] = pat(18, hoff + r * hpitch + c);
+	device_is(step, d, want);
+	free(want);
+}
+
+int main(void)
+{
+	watchdog(60);
+	CUDA_OK(cudaSetDevice(0));
+	fd = make_file(NB, NULL);
+	m = (unsigned char *)map_file(fd, NB);
+	CUDA_OK(cudaMalloc((void **)&d, NB));
+	CUDA_OK(cudaMalloc((void **)&d2, NB));
+	h = (unsigned char *)malloc(NB);
+	model = (unsigned char *)calloc(1, NB);
+
+	/* Before any kernel used m, then with kernels in between. */
+	h2d_after_cpu_stores(cudaMemcpyHostToDevice, 1, "cudaMemcpy H2D from m after CPU stores, no kernel yet");
+	d2h_into_m(cudaMemcpyDeviceToHost, 2, "cudaMemcpy D2H into m, first kernel after it");
+	h2d_after_cpu_stores(cudaMemcpyHostToDevice, 20, "cudaMemcpy H2D from m after CPU stores");
+	d2h_into_m(cudaMemcpyDeviceToHost, 21, "cudaMemcpy D2H into m");
+	h2d_after_cpu_stores(cudaMemcpyDefault, 3, "cudaMemcpyDefault m -> device");
+	d2h_into_m(cudaMemcpyDefault, 4, "cudaMemcpyDefault device -> m");
+	cudaStream_t s;
+	CUDA_OK(cudaStreamCreate(&s));
+	async_both_ways(s);
+	CUDA_OK(cudaStreamDestroy(s));
+	host_to_host();
+	partial_unaligned();
+	kernels_between_copies();
+	copy_2d();
+
+	CUDA_OK(cudaFree(d));
+	CUDA_OK(cudaFree(d2));
+	printf("ok memcpy_kinds\n");
+	return 0;
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# odd_sizes_repeat.sh PROGRAM RUNS — run odd_sizes RUNS times (GAIA_LOG=info
+# in the environment). Every run must pass, and its log must say, for each
+# file the program printed ("file PATH SIZE"), that the file's replica is
+# "at its own address", and never "managed memory": the backing is the one
+# asked for (GAIA_BACKING=vmm) in every run, whatever the file's size.
+prog=$1
+runs=${2:-50}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gaia-odd-sizes-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+i=1
+while [ "$i" -le "$runs" ]; do
+    "$prog" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 77 ]; then
+        cat "$tmp/out" "$tmp/err"
+        exit 77
+    fi
+    if [ "$rc" -ne 0 ]; then
+        echo "FAIL: run $i of $runs exited $rc"
+        cat "$tmp/out" "$tmp/err"
+        exit 1
+    fi
+    if grep -q "managed memory" "$tmp/err"; then
+        echo "FAIL: run $i of $runs: a file got managed memory, not vmm:"
+        grep "managed memory" "$tmp/err"
+        exit 1
+    fi
+    n=0
+    while read -r word path size; do
+        [ "$word" = file ] || continue
+        n=$((n + 1))
+        if ! grep -F "$path" "$tmp/err" | grep -q "at its own address"; then
+            echo "FAIL: run $i of $runs: no \"at its own address\" line for $path ($size bytes); its log lines:"
+            grep -F "$path" "$tmp/err"
+            exit 1
+        fi
+    done <"$tmp/out"
+    if [ "$n" -eq 0 ]; then
+        echo "FAIL: run $i of $runs printed no files"
+        cat "$tmp/out"
+        exit 1
+    fi
+    i=$((i + 1))
+done
+echo "ok: $runs runs, every file at its own address"
