@@ -57,21 +57,6 @@ static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, 
 	return (ssize_t)done;
 }
 
-/* The span of an iovec array's buffers, for the move gate. */
-static size_t iov_span(const struct iovec *iov, int iovcnt, const void **start)
-{
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; iov && i < iovcnt; i++) {
-		uintptr_t b = (uintptr_t)iov[i].iov_base;
-		if (!iov[i].iov_len)
-			continue;
-		lo = b < lo ? b : lo;
-		hi = b + iov[i].iov_len > hi ? b + iov[i].iov_len : hi;
-	}
-	*start = (const void *)lo;
-	return hi > lo ? hi - lo : 0;
-}
-
 GAIA_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t offset)
 {
 	struct stat st;

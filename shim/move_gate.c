@@ -21,6 +21,7 @@
 #include <linux/futex.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -92,6 +93,20 @@ int io_gate_enter(const void *buf, size_t len)
 			__atomic_add_fetch(&overflow, 1, __ATOMIC_SEQ_CST);
 		}
 	}
+}
+
+size_t iov_span(const struct iovec *iov, int iovcnt, const void **start)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; iov && i < iovcnt; i++) {
+		uintptr_t b = (uintptr_t)iov[i].iov_base;
+		if (!iov[i].iov_len)
+			continue;
+		lo = b < lo ? b : lo;
+		hi = b + iov[i].iov_len > hi ? b + iov[i].iov_len : hi;
+	}
+	*start = (const void *)lo;
+	return hi > lo ? hi - lo : 0;
 }
 
 void io_gate_leave(int slot)

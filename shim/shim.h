@@ -211,6 +211,9 @@ GAIA_HIDDEN bool mapping_any(void);
  * the call. move_gate_begin waits for the calls over the range. */
 GAIA_HIDDEN int io_gate_enter(const void *buf, size_t len);
 GAIA_HIDDEN void io_gate_leave(int slot);
+/* The span an iovec array's buffers cover (for the gate): its length,
+ * and its start in *start. */
+GAIA_HIDDEN size_t iov_span(const struct iovec *iov, int iovcnt, const void **start);
 GAIA_HIDDEN void move_gate_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void move_gate_end(void);
 #define IO_GATED(buf, len, call)                                   \
