@@ -182,6 +182,7 @@ int main(void)
 	CUDA_OK(cudaStreamDestroy(s));
 	CUDA_OK(cudaFree(d));
 	CUDA_OK(cudaFree(d2));
+	free(h);
 	printf("ok host_register\n");
 	return 0;
 }

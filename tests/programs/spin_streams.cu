@@ -76,6 +76,7 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 	char when[200];
 	snprintf(when, sizeof(when), "stream a %s, %s", a_nonblocking ? "cudaStreamNonBlocking" : "cudaStreamCreate",
 		 wait_name[how]);
+	watchdog(20);	/* per variant; spin itself gives up later than this */
 	int fd = make_file(NB, initial);
 	unsigned char *m = (unsigned char *)map_file(fd, NB);
 	cudaStream_t a, b;
@@ -87,7 +88,7 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 
 	snprintf(where, sizeof(where), "%s: launching spin on a and work on b", when);
 	step = where;
-	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 40ll * 1000 * 1000 * 1000);
+	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 50ll * 1000 * 1000 * 1000);
 	CUDA_OK(cudaGetLastError());
 	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
 	CUDA_OK(cudaGetLastError());
@@ -114,7 +115,7 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 	snprintf(where, sizeof(where), "%s: cudaStreamSynchronize(a) after setting the flag", when);
 	*flag = 1;
 	CUDA_OK(cudaStreamSynchronize(a));
-	CHECK(*flag == 2, "%s: spin never saw the flag (gave up after 40 s)", when);
+	CHECK(*flag == 2, "%s: spin never saw the flag (gave up after 50 s)", when);
 	snprintf(msg, sizeof(msg), "%s, then flag set and cudaStreamSynchronize(a)", when);
 	check_file(msg, fd, m, 1);
 	*flag = 0;
@@ -127,7 +128,6 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 
 int main(void)
 {
-	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
 	int *flag;
 	CUDA_OK(cudaMallocManaged((void **)&flag, sizeof(int), cudaMemAttachGlobal));
