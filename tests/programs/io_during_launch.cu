@@ -27,7 +27,7 @@ static pthread_rwlock_t lock;		/* prefers the main thread (a writer) */
 static unsigned char *cur;		/* the file being launched on, or NULL */
 static int cur_read[4];			/* R-area chunks read into cur */
 static int wrote[4];			/* fd_out chunks written */
-static volatile int stop;
+static int stop;			/* atomic */
 static unsigned long ios_during;	/* I/O calls made with a current file */
 
 static unsigned char file_byte(size_t i) { return (unsigned char)(i * 3 + 11 + (i >> 16)); }
@@ -44,10 +44,11 @@ SIMGPU_KERNEL(xor_bytes);
 static void *writer(void *arg)
 {
 	(void)arg;
-	for (unsigned long k = 0; !stop; k++) {
+	for (unsigned long k = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); k++) {
 		size_t c = k % 4;
 		pthread_rwlock_rdlock(&lock);
-		if (cur) {
+		int idle = cur == NULL;
+		if (!idle) {
 			ssize_t r = pwrite(fd_out, cur + W_AREA + c * CHUNK, CHUNK, (off_t)(c * CHUNK));
 			CHECK(r == CHUNK, "pwrite of 64 KiB from the mapped file returned %zd (%s)", r,
 			      r < 0 ? strerror(errno) : "short count");
@@ -55,7 +56,7 @@ static void *writer(void *arg)
 			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
 		}
 		pthread_rwlock_unlock(&lock);
-		if (!cur)
+		if (idle)
 			usleep(100);
 	}
 	return NULL;
@@ -64,10 +65,11 @@ static void *writer(void *arg)
 static void *reader(void *arg)
 {
 	(void)arg;
-	for (unsigned long k = 0; !stop; k++) {
+	for (unsigned long k = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); k++) {
 		size_t c = (k * 3) % 4;
 		pthread_rwlock_rdlock(&lock);
-		if (cur) {
+		int idle = cur == NULL;
+		if (!idle) {
 			CHECK(lseek(fd_in, (off_t)(c * CHUNK), SEEK_SET) == (off_t)(c * CHUNK), "lseek: %s",
 			      strerror(errno));
 			ssize_t r = read(fd_in, cur + R_AREA + c * CHUNK, CHUNK);
@@ -77,7 +79,7 @@ static void *reader(void *arg)
 			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
 		}
 		pthread_rwlock_unlock(&lock);
-		if (!cur)
+		if (idle)
 			usleep(100);
 	}
 	return NULL;
@@ -138,7 +140,7 @@ int main(void)
 		CHECK(munmap(m, FILE_BYTES) == 0, "munmap: %s", strerror(errno));
 		close(fd);
 	}
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(tw, NULL);
 	pthread_join(tr, NULL);
 
