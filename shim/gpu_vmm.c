@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdint.h>
@@ -108,8 +109,13 @@ static void on_segv(int sig, siginfo_t *info, void *ctx)
 	chain_segv(sig, info, ctx);
 }
 
+/* One move at a time: the handler and the I/O gate know one range. Two
+ * threads may move two regions at once (a launch and an munmap). */
+static pthread_mutex_t move_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 {
+	pthread_mutex_lock(&move_lock);
 	static bool installed;
 	if (!installed) {
 		struct sigaction sa = {0};
@@ -132,6 +138,7 @@ void gpu_vmm_guard_end(void)
 	__atomic_add_fetch(&moves_ended, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&moving, 0, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &moving, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	pthread_mutex_unlock(&move_lock);
 }
 
 /* Moves [addr, addr+len) of the CPU replica to a temporary place (the

@@ -14,8 +14,10 @@
  * Announcing and checking follow Dekker's pattern with sequentially
  * consistent accesses on both sides: a call stores its slot then loads
  * the move; a move stores its range then loads the slots, so one of the
- * two always sees the other. Until the first move in the process the
- * gate costs one load.
+ * two always sees the other. Every call announces itself, before the
+ * first move too: a call that skipped its slot while no move had happened
+ * yet would be invisible to the first one. Moves come one at a time
+ * (gpu_vmm.c serializes them).
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -33,7 +35,6 @@ struct gate_slot {
 };
 
 static struct gate_slot slots[GATE_SLOTS];
-static int armed;                          /* a move has happened */
 static uintptr_t move_start, move_end;     /* move_end == 0: none */
 static int move_seq;                       /* futex: bumped when a move ends */
 static int leave_seq;                      /* futex: bumped when a call leaves during a move */
@@ -56,7 +57,7 @@ static void futex_wake_all(int *word)
 
 int io_gate_enter(const void *buf, size_t len)
 {
-	if (!__atomic_load_n(&armed, __ATOMIC_ACQUIRE) || !len)
+	if (!len)
 		return -1;
 	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
 	int slot = -1;
@@ -145,7 +146,6 @@ static void wait_for_calls(uintptr_t s, uintptr_t e)
 
 void move_gate_begin(uintptr_t start, size_t len)
 {
-	__atomic_store_n(&armed, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&move_start, start, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&move_end, start + len, __ATOMIC_SEQ_CST);
 	wait_for_calls(start, start + len);
