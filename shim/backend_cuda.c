@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +49,11 @@
 	X(memset_d8, "cuMemsetD8_v2", PFN_cuMemsetD8_v3020)                      \
 	X(prefetch, "cuMemPrefetchAsync_v2", PFN_cuMemPrefetchAsync_v12020)      \
 	X(stream_synchronize, "cuStreamSynchronize", PFN_cuStreamSynchronize_v2000) \
+	X(stream_create, "cuStreamCreate", PFN_cuStreamCreate_v2000)             \
+	X(stream_query, "cuStreamQuery", PFN_cuStreamQuery_v2000)                \
+	X(memcpy_htod_async, "cuMemcpyHtoDAsync_v2", PFN_cuMemcpyHtoDAsync_v3020) \
+	X(memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", PFN_cuMemcpyDtoHAsync_v3020) \
+	X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", PFN_cuMemcpyDtoDAsync_v3020) \
 	X(granularity, "cuMemGetAllocationGranularity", PFN_cuMemGetAllocationGranularity_v10020) \
 	X(address_reserve, "cuMemAddressReserve", PFN_cuMemAddressReserve_v10020) \
 	X(address_free, "cuMemAddressFree", PFN_cuMemAddressFree_v10020)         \
@@ -166,38 +172,117 @@ int cuda_synchronize(void)
 	return CU_CHECK(drv.ctx_synchronize(), "cuCtxSynchronize");
 }
 
-/* Device work the shim queued on the legacy stream (uploads, base copies,
- * commits), counted; and the count up to which a host wait covered it. */
-static uint64_t legacy_queued, legacy_waited;
+/* --- the shim's own stream ---
+ *
+ * The shim's transfers and kernels go to a stream of its own in each
+ * context, created non-blocking: the legacy stream would wait for every
+ * kernel of the program's blocking streams, and a release at a sync of
+ * one stream must not wait for a kernel on another one that may wait for
+ * the host (README, "What a sync shows"). Copies to and from the host
+ * return when done, as the synchronous calls did; what stays queued (base
+ * copies, commits, the diff's launch before its answer comes down) is
+ * counted, and waited for before a launch of the program on any stream
+ * (a non-blocking stream is ordered after no other). Without a context or
+ * a stream, the legacy stream's synchronous calls are used. */
+#define SHIM_STREAMS 16
+static struct {
+	CUcontext ctx;
+	CUstream stream;
+} shim_streams[SHIM_STREAMS];
+static unsigned nshim_streams;
+static pthread_mutex_t shim_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void legacy_work_queued(void)
+static CUstream shim_stream(void)
 {
-	__atomic_add_fetch(&legacy_queued, 1, __ATOMIC_ACQ_REL);
+	CUcontext ctx = NULL;
+	if (!drv.stream_create || !drv.memcpy_htod_async || !drv.memcpy_dtoh_async ||
+	    !drv.memcpy_dtod_async || !drv.stream_synchronize ||
+	    CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (the shim's stream)") || !ctx)
+		return NULL;
+	CUstream s = NULL;
+	pthread_mutex_lock(&shim_streams_lock);
+	for (unsigned i = 0; i < nshim_streams && !s; i++)
+		if (shim_streams[i].ctx == ctx)
+			s = shim_streams[i].stream;
+	if (!s && nshim_streams < SHIM_STREAMS &&
+	    !CU_CHECK(drv.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate (the shim's stream)"))
+		shim_streams[nshim_streams++] = (typeof(shim_streams[0])){ctx, s};
+	pthread_mutex_unlock(&shim_streams_lock);
+	return s;
 }
 
-/* The shim's transfers go to the legacy stream, which orders them before
- * later work on itself and on blocking streams only: a kernel launched on
- * a non-blocking stream could run before the upload it needs, or write
- * its pages before their base copy is taken (its writes then look like no
- * change at the sync, and are lost). So before a launch on any stream
- * but the legacy one, the host waits for what the shim queued there.
- * Another thread's wait counts only once it has returned: launches in
+/* Work the shim queued and no host wait has covered yet. */
+static uint64_t shim_queued, shim_waited;
+
+static void shim_work_queued(void)
+{
+	__atomic_add_fetch(&shim_queued, 1, __ATOMIC_ACQ_REL);
+}
+
+int cuda_shim_settle(void)
+{
+	uint64_t queued = __atomic_load_n(&shim_queued, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&shim_waited, __ATOMIC_ACQUIRE) >= queued)
+		return 0;
+	CUstream s = shim_stream();
+	int rc = s ? CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)")
+		   : CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (legacy stream)");
+	if (rc)
+		return rc;
+	uint64_t seen = __atomic_load_n(&shim_waited, __ATOMIC_RELAXED);
+	while (seen < queued &&
+	       !__atomic_compare_exchange_n(&shim_waited, &seen, queued, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
+	return 0;
+}
+
+/* Another thread's wait counts only once it has returned: launches in
  * several threads each wait until then. */
 int cuda_order_before_launch(CUstream stream)
 {
-	if (stream == NULL || stream == CU_STREAM_LEGACY || !drv.stream_synchronize)
-		return 0;
-	uint64_t queued = __atomic_load_n(&legacy_queued, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&legacy_waited, __ATOMIC_ACQUIRE) >= queued)
-		return 0;
-	int rc = CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (before a launch)");
-	if (rc)
-		return rc;
-	uint64_t seen = __atomic_load_n(&legacy_waited, __ATOMIC_RELAXED);
-	while (seen < queued &&
-	       !__atomic_compare_exchange_n(&legacy_waited, &seen, queued, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		;
-	return 0;
+	(void)stream;
+	return cuda_shim_settle();
+}
+
+/* "cuMemcpyXtoY[Async] (purpose)": the call a failure names. */
+static const char *call_name(char *buf, size_t size, const char *call, bool async, const char *purpose)
+{
+	snprintf(buf, size, "%s%s (%s)", call, async ? "Async" : "", purpose);
+	return buf;
+}
+
+static int copy_htod(CUdeviceptr dst, const void *src, size_t bytes, const char *purpose)
+{
+	CUstream s = shim_stream();
+	char what[96];
+	call_name(what, sizeof(what), "cuMemcpyHtoD", s, purpose);
+	if (!s)
+		return CU_CHECK(drv.memcpy_htod(dst, src, bytes), what);
+	int rc = CU_CHECK(drv.memcpy_htod_async(dst, src, bytes, s), what);
+	return rc ? rc : CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+}
+
+static int copy_dtoh(void *dst, CUdeviceptr src, size_t bytes, const char *purpose)
+{
+	CUstream s = shim_stream();
+	char what[96];
+	call_name(what, sizeof(what), "cuMemcpyDtoH", s, purpose);
+	if (!s)
+		return CU_CHECK(drv.memcpy_dtoh(dst, src, bytes), what);
+	int rc = CU_CHECK(drv.memcpy_dtoh_async(dst, src, bytes, s), what);
+	return rc ? rc : CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+}
+
+/* Queued, not waited for: cuda_shim_settle covers it. */
+static int copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const char *purpose)
+{
+	CUstream s = shim_stream();
+	char what[96];
+	call_name(what, sizeof(what), "cuMemcpyDtoD", s, purpose);
+	int rc = s ? CU_CHECK(drv.memcpy_dtod_async(dst, src, bytes, s), what)
+		   : CU_CHECK(drv.memcpy_dtod(dst, src, bytes), what);
+	shim_work_queued(); /* after the queueing: a wait must cover it */
+	return rc;
 }
 
 /* --- the diff kernel --- */
@@ -248,7 +333,7 @@ static int upload_bounced(struct cuda_replica *r, CUdeviceptr dst, const uint8_t
 	for (size_t done = 0; done < bytes && !rc;) {
 		size_t n = bytes - done < BOUNCE ? bytes - done : BOUNCE;
 		memcpy(buf, src + done, n);
-		rc = CU_CHECK(drv.memcpy_htod(dst + done, buf, n), "cuMemcpyHtoD (upload)");
+		rc = copy_htod(dst + done, buf, n, "upload");
 		done += n;
 	}
 	free(buf);
@@ -261,7 +346,7 @@ static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, s
 	uintptr_t s = (uintptr_t)src;
 	if (r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start)
 		return upload_bounced(r, dst, src, bytes);
-	return CU_CHECK(drv.memcpy_htod(dst, src, bytes), "cuMemcpyHtoD (upload)");
+	return copy_htod(dst, src, bytes, "upload");
 }
 
 static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
@@ -272,12 +357,10 @@ static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npage
 	if (to & DEVICE_REPLICA) {
 		rc = upload_to(r, addr_of(r, first), src, bytes);
 		if (!rc && (to & DEVICE_BASE))
-			rc = CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), bytes),
-				      "cuMemcpyDtoD (base copy)");
+			rc = copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
 	} else if (to & DEVICE_BASE) {
 		rc = upload_to(r, r->base + first * PG, src, bytes);
 	}
-	legacy_work_queued();
 	if (!rc) {
 		stats_add(GAIA_STAT_h2d_bytes, bytes);
 		stats_add(GAIA_STAT_h2d_transfers, 1);
@@ -290,7 +373,7 @@ static int replica_download(void *rep, unsigned from, uint64_t first, uint64_t n
 {
 	struct cuda_replica *r = rep;
 	CUdeviceptr src = from == DEVICE_BASE ? r->base + first * PG : addr_of(r, first);
-	int rc = CU_CHECK(drv.memcpy_dtoh(dst, src, npages * PG), "cuMemcpyDtoH (download)");
+	int rc = copy_dtoh(dst, src, npages * PG, "download");
 	if (!rc) {
 		stats_add(GAIA_STAT_d2h_bytes, npages * PG);
 		stats_add(GAIA_STAT_d2h_transfers, 1);
@@ -301,10 +384,7 @@ static int replica_download(void *rep, unsigned from, uint64_t first, uint64_t n
 static int replica_commit(void *rep, uint64_t first, uint64_t npages)
 {
 	struct cuda_replica *r = rep;
-	int rc = CU_CHECK(drv.memcpy_dtod(r->base + first * PG, addr_of(r, first), npages * PG),
-			  "cuMemcpyDtoD (commit)");
-	legacy_work_queued(); /* after the queueing: a wait must cover it */
-	return rc;
+	return copy_dtod(r->base + first * PG, addr_of(r, first), npages * PG, "commit");
 }
 
 static void report_runs(const uint8_t *changed_pages, uint64_t first, uint64_t npages,
@@ -375,11 +455,11 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 		if (blocks > 65535)
 			blocks = 65535;
 		rc = CU_CHECK(drv.launch_kernel(diff_kernel.fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
-						NULL, params, NULL),
+						shim_stream(), params, NULL),
 			      "cuLaunchKernel (diff)");
-		/* The download on the legacy stream waits for the kernel. */
+		/* The download on the same stream waits for the kernel. */
 		if (!rc)
-			rc = CU_CHECK(drv.memcpy_dtoh(answer, r->changed, npages), "cuMemcpyDtoH (diff)");
+			rc = copy_dtoh(answer, r->changed, npages, "diff");
 		if (!rc) {
 			stats_add(GAIA_STAT_d2h_bytes, npages);
 			stats_add(GAIA_STAT_d2h_transfers, 1);
@@ -414,21 +494,20 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 	}
 	CUdeviceptr out_pages = r->gather_buf, out_masks = out_pages + npages * PG,
 		    list = out_masks + npages * (PG / 8);
-	int rc = CU_CHECK(drv.memcpy_htod(list, pages, npages * 8), "cuMemcpyHtoD (page list)");
+	int rc = copy_htod(list, pages, npages * 8, "page list");
 	if (rc)
 		return rc;
 	CUdeviceptr rep_p = r->dptr, base_p = r->base;
 	unsigned long long n = npages;
 	void *params[] = {&rep_p, &base_p, &list, &n, &out_pages, &out_masks};
 	unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
-	rc = CU_CHECK(drv.launch_kernel(diff_kernel.gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0, NULL,
-					params, NULL),
+	rc = CU_CHECK(drv.launch_kernel(diff_kernel.gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
+					shim_stream(), params, NULL),
 		      "cuLaunchKernel (gather)");
 	if (!rc)
-		rc = CU_CHECK(drv.memcpy_dtoh(dev_out, out_pages, npages * PG), "cuMemcpyDtoH (changes)");
+		rc = copy_dtoh(dev_out, out_pages, npages * PG, "changes");
 	if (!rc)
-		rc = CU_CHECK(drv.memcpy_dtoh(mask_out, out_masks, npages * (PG / 8)),
-			      "cuMemcpyDtoH (masks)");
+		rc = copy_dtoh(mask_out, out_masks, npages * (PG / 8), "masks");
 	if (!rc) {
 		stats_add(GAIA_STAT_d2h_bytes, npages * (PG + PG / 8));
 		stats_add(GAIA_STAT_d2h_transfers, 2);
@@ -549,8 +628,7 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
 {
 	int rc = CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
-	legacy_work_queued();
-	return rc;
+	return rc ? rc : CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (probe)");
 }
 
 void cuda_replica_prefetch(struct cuda_replica *r)
@@ -561,8 +639,9 @@ void cuda_replica_prefetch(struct cuda_replica *r)
 	 * in bulk instead of one fault each in the kernel. */
 	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
 	/* Only a hint: without it the pages move on demand. */
-	if (!CU_CHECK(drv.prefetch(r->dptr, r->len, loc, 0, NULL), "cuMemPrefetchAsync (a hint)"))
-		(void)CU_CHECK(drv.stream_synchronize(NULL), "cuStreamSynchronize (after a prefetch)");
+	CUstream s = shim_stream();
+	if (!CU_CHECK(drv.prefetch(r->dptr, r->len, loc, 0, s), "cuMemPrefetchAsync (a hint)"))
+		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (after a prefetch)");
 	r->dirty_since_prefetch = false;
 }
 

@@ -37,9 +37,11 @@ GAIA_HIDDEN const char *cuda_error_name(CUresult rc);
 GAIA_HIDDEN int cuda_current_device(void);
 /* Waits for everything the current context's device runs. 0 or -errno. */
 GAIA_HIDDEN int cuda_synchronize(void);
-/* Before a launch on `stream`: waits for the device work the shim queued
- * on the legacy stream unless the launch is ordered after it anyway (the
- * legacy stream itself). 0 or -errno. */
+/* Waits for the device work the shim queued on its own stream (base
+ * copies, commits) and no other wait has covered. 0 or -errno. */
+GAIA_HIDDEN int cuda_shim_settle(void);
+/* Before a launch on `stream`, any stream: the shim's queued work first
+ * (its stream is ordered after no other). 0 or -errno. */
 GAIA_HIDDEN int cuda_order_before_launch(CUstream stream);
 /* The VMM allocation granularity of a device (0: no VMM). */
 GAIA_HIDDEN size_t cuda_vmm_granularity(int device);

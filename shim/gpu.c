@@ -273,8 +273,8 @@ void gpu_launch_prepare(struct gpu_launch *L)
 		L->error = ntr == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
 		ntr = 0;
 	}
-	/* The uploads and base copies are on the legacy stream: the kernel's
-	 * stream must come after them. */
+	/* The base copies are queued on the shim's own stream: the kernel
+	 * must come after them. */
 	if (L->device >= 0 && cuda_order_before_launch(L->stream) && L->error == CUDA_SUCCESS)
 		L->error = CUDA_ERROR_UNKNOWN;
 	gaia_debug("launch on device %d: %zu argument words, %d regions translated", L->device,
