@@ -120,7 +120,18 @@ static int fetch_pair(struct device_exec *x, void *rep, uint64_t first, uint64_t
 	return rc;
 }
 
-static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t npages)
+/* A snapshot release's merge: base := the device bytes just merged (the
+ * device may have changed them since), and the protect records go. */
+static int commit_merged(struct device_exec *x, int d, uint64_t first, uint64_t npages,
+			 const uint8_t *dev)
+{
+	int rc = x->ops->upload(x->replica[d], DEVICE_BASE, first, npages, dev);
+	if (!rc)
+		protect_drop(&x->prot[d], first, npages);
+	return rc;
+}
+
+static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t npages, bool commit)
 {
 	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
 	for (uint64_t done = 0; done < npages;) {
@@ -140,6 +151,8 @@ static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t n
 		if (x->stored && first + done < x->valid_pages)
 			x->stored(x->arg, first + done,
 				  first + done + n <= x->valid_pages ? n : x->valid_pages - first - done);
+		if (commit && (rc = commit_merged(x, d, first + done, n, dev)))
+			return rc;
 		done += n;
 	}
 	return 0;
@@ -268,7 +281,7 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
 		return x->ops->diff(rep, a->first, a->npages, report_changed, &r);
 	}
 	case LRC_MERGE_TO_CPU:
-		return staging(x) ?: merge_to_cpu(x, d, a->first, a->npages);
+		return staging(x) ?: merge_to_cpu(x, d, a->first, a->npages, a->other == LRC_MERGE_COMMITS);
 	case LRC_PROTECT_SAVE:
 		return staging(x) ?: protect_save(x, d, a->other, a->first, a->npages);
 	case LRC_COMMIT:
@@ -320,7 +333,7 @@ static uint64_t merge_masked(uint8_t *cpu, const uint8_t *dev, const uint8_t *ma
 }
 
 /* The merges of a sync, gathered: every page of the consecutive
- * MERGE_TO_CPU actions [from, to) of one device comes down in batches of
+ * MERGE_TO_CPU actions [from, to) of one device (and one `other`) comes down in batches of
  * DEVICE_STAGING_PAGES with its byte mask, in one download each however
  * scattered the pages are. The mask stands for the base: a base equal to
  * the device's page except, flipped, in the changed bytes gives the merge
@@ -328,6 +341,7 @@ static uint64_t merge_masked(uint8_t *cpu, const uint8_t *dev, const uint8_t *ma
 static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, size_t count)
 {
 	int d = acts[0].dev;
+	bool commit = acts[0].other == LRC_MERGE_COMMITS;
 	if (!x->ops->fetch_changes || !x->replica[d])
 		return -ENOTSUP;
 	/* A few runs come down as well in two transfers each, without the
@@ -384,10 +398,15 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 			x->merged_bytes += bytes;
 			x->merged_pages += bytes != 0;
 		}
-		/* The shim stored into these pages: tell the caller, in runs. */
-		for (uint64_t i = 0, run = 0; x->stored && i < n; i++) {
+		/* The shim stored into these pages: tell the caller, in runs;
+		 * a snapshot release makes their bytes the base, in runs too. */
+		for (uint64_t i = 0, run = 0; i < n; i++) {
 			if (i + 1 == n || x->page_list[i + 1] != x->page_list[i] + 1) {
-				x->stored(x->arg, x->page_list[run], i + 1 - run);
+				if (x->stored)
+					x->stored(x->arg, x->page_list[run], i + 1 - run);
+				if (commit && (rc = commit_merged(x, d, x->page_list[run], i + 1 - run,
+								  dev + run * PG)))
+					return rc;
 				run = i + 1;
 			}
 		}
@@ -465,7 +484,7 @@ int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc
 		if (act->kind == LRC_MERGE_TO_CPU && !gather_failed) {
 			size_t j = i + 1;
 			while (j < plan->count && plan->items[j].kind == LRC_MERGE_TO_CPU &&
-			       plan->items[j].dev == act->dev)
+			       plan->items[j].dev == act->dev && plan->items[j].other == act->other)
 				j++;
 			int rc = merge_gathered(x, act, j - i);
 			if (rc == 0) {

@@ -235,13 +235,16 @@ void lrc_device_wrote(struct lrc_region *r, int d, uint64_t first, uint64_t n)
 		tsvt_mark_dirty(&r->tsvt, TSVT_DEV(d), first, n);
 }
 
-int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
+static int release_device(struct lrc_region *r, int d, bool snapshot, struct lrc_plan *plan)
 {
 	struct tsvt *t = &r->tsvt;
 	if (d < 0 || d >= TSVT_MAX_DEVICES)
 		return -EINVAL;
 	if (!r->epoch_open[d])
 		return 0;
+	for (int f = 0; snapshot && f < d; f++)
+		if (r->epoch_open[f])
+			return -EAGAIN;
 	struct page_list *dirty = &r->scratch;
 	page_list_clear(dirty);
 	int rc = tsvt_take_dirty(t, TSVT_DEV(d), dirty);
@@ -251,9 +254,9 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
 	/* Order matters: merge into the CPU (reads d's base and protect
 	 * records), then record d's bytes for lower devices (reads the merged
 	 * CPU bytes and d's base), then commit (overwrites d's base). */
-	if ((rc = emit_list(plan, LRC_MERGE_TO_CPU, d, 0, dirty)))
+	if ((rc = emit_list(plan, LRC_MERGE_TO_CPU, d, snapshot ? LRC_MERGE_COMMITS : 0, dirty)))
 		return rc;
-	for (int f = 0; f < d; f++) {
+	for (int f = 0; !snapshot && f < d; f++) {
 		if (!r->epoch_open[f])
 			continue;
 		for (size_t i = 0; i < dirty->count; i++) {
@@ -269,7 +272,7 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
 				return rc;
 		}
 	}
-	if ((rc = emit_list(plan, LRC_COMMIT, d, 0, dirty)))
+	if (!snapshot && (rc = emit_list(plan, LRC_COMMIT, d, 0, dirty)))
 		return rc;
 
 	/* Versions: the CPU acquires every page d released. d stays current
@@ -284,6 +287,8 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
 	}
 	if ((r->flags & LRC_SHARED) && (rc = emit_list(plan, LRC_PUBLISH, d, 0, dirty)))
 		return rc;
+	if (snapshot)
+		return 0; /* the epoch goes on, and with it the records of the rest */
 
 	/* Protect records of pages d did not write are no longer needed. */
 	struct page_list *records = &r->protected_pages[d];
@@ -298,6 +303,16 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
 	page_list_clear(records);
 	r->epoch_open[d] = false;
 	return 0;
+}
+
+int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan)
+{
+	return release_device(r, d, false, plan);
+}
+
+int lrc_sync_snapshot(struct lrc_region *r, int d, struct lrc_plan *plan)
+{
+	return release_device(r, d, true, plan);
 }
 
 int lrc_drop(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *plan)

@@ -60,7 +60,11 @@ enum lrc_action_kind {
 	LRC_DIFF,
 	/* dev: in place, CPU[i] = dev[i] for every byte with dev[i] != base[i],
 	 * except protected bytes whose CPU value equals the recorded one;
-	 * no other CPU byte is stored to. */
+	 * no other CPU byte is stored to. With other == LRC_MERGE_COMMITS
+	 * (a snapshot release): then base := the device bytes the merge read
+	 * and dev's protect record of the page is dropped, in place of a
+	 * COMMIT, which would read the page again while kernels may still
+	 * write it. */
 	LRC_MERGE_TO_CPU,
 	/* dev -> other (a lower device with the page in an open epoch): for
 	 * every byte dev changed whose value won (dev[i] != base[i] and, after
@@ -141,6 +145,17 @@ void lrc_device_wrote(struct lrc_region *r, int d, uint64_t first, uint64_t n);
 /* Second half: d's release, then the CPU's acquire. Emits MERGE_TO_CPU,
  * PROTECT_SAVE, COMMIT, PUBLISH, DROP_PROTECT; closes d's epoch. */
 int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan);
+
+/* The same release while d's kernels may still run (a sync of one stream
+ * with kernels on others): what d wrote so far reaches the CPU, each
+ * merged page's base becomes the bytes merged, and d's epoch stays open,
+ * so the next release finds what those kernels write after. Emits
+ * MERGE_TO_CPU (other = LRC_MERGE_COMMITS) and PUBLISH. -EAGAIN, with
+ * nothing emitted, when a lower device has an open epoch (its protect
+ * records need the device page and base of d as they were at the merge):
+ * the caller waits for d's kernels and calls lrc_sync. */
+#define LRC_MERGE_COMMITS 1
+int lrc_sync_snapshot(struct lrc_region *r, int d, struct lrc_plan *plan);
 
 /* Pages [first, first+n) leave the region (munmap of part): devices forget
  * them. The caller releases the CPU first (munmap is a release point).

@@ -10,6 +10,7 @@
 	X(managed_mappings, "mappings", "file mappings the shim managed")            \
 	X(kernel_launches, "launches", "kernel launches intercepted")                \
 	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
+	X(snapshot_releases, "syncs", "syncs released while kernels still ran on other streams") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
 	X(cpu_faults, "faults", "CPU first-touch faults handled or populated")      \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \

@@ -224,9 +224,19 @@ int cuda_shim_settle(void)
 	uint64_t queued = __atomic_load_n(&shim_queued, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&shim_waited, __ATOMIC_ACQUIRE) >= queued)
 		return 0;
-	CUstream s = shim_stream();
-	int rc = s ? CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)")
-		   : CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (legacy stream)");
+	/* Every context's stream: the work may have been queued in another
+	 * context than the caller's (enter_ctx). */
+	CUstream streams[SHIM_STREAMS];
+	pthread_mutex_lock(&shim_streams_lock);
+	unsigned n = nshim_streams;
+	for (unsigned i = 0; i < n; i++)
+		streams[i] = shim_streams[i].stream;
+	pthread_mutex_unlock(&shim_streams_lock);
+	int rc = 0;
+	for (unsigned i = 0; i < n && !rc; i++)
+		rc = CU_CHECK(drv.stream_synchronize(streams[i]), "cuStreamSynchronize (the shim's stream)");
+	if (!n)
+		rc = CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (legacy stream)");
 	if (rc)
 		return rc;
 	uint64_t seen = __atomic_load_n(&shim_waited, __ATOMIC_RELAXED);
@@ -282,6 +292,37 @@ static int copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const char 
 	int rc = s ? CU_CHECK(drv.memcpy_dtod_async(dst, src, bytes, s), what)
 		   : CU_CHECK(drv.memcpy_dtod(dst, src, bytes), what);
 	shim_work_queued(); /* after the queueing: a wait must cover it */
+	return rc;
+}
+
+/* Device work on a replica runs in the context that made it: a thread
+ * with no current context (an munmap, a read() in a thread that never
+ * used CUDA) or with another one has it current for the call. */
+struct ctx_switch {
+	bool switched;
+	CUcontext prev;
+};
+
+static struct ctx_switch enter_ctx(const struct cuda_replica *r)
+{
+	struct ctx_switch s = {false, NULL};
+	if (r->ctx && !CU_CHECK(drv.ctx_get_current(&s.prev), "cuCtxGetCurrent (a replica's context)") &&
+	    s.prev != r->ctx)
+		s.switched = !CU_CHECK(drv.ctx_set_current(r->ctx), "cuCtxSetCurrent (a replica's context)");
+	return s;
+}
+
+static void leave_ctx(struct ctx_switch s)
+{
+	if (s.switched)
+		(void)CU_CHECK(drv.ctx_set_current(s.prev), "cuCtxSetCurrent (back from a replica's context)");
+}
+
+int cuda_replica_synchronize(const struct cuda_replica *r)
+{
+	struct ctx_switch c = enter_ctx(r);
+	int rc = cuda_synchronize();
+	leave_ctx(c);
 	return rc;
 }
 
@@ -515,12 +556,47 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 	return rc;
 }
 
+/* The operations, each in the replica's context. */
+#define IN_CTX(rep, call)                                   \
+	({                                                  \
+		struct ctx_switch c_ = enter_ctx(rep);      \
+		int rc_ = (call);                           \
+		leave_ctx(c_);                              \
+		rc_;                                        \
+	})
+
+static int op_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
+{
+	return IN_CTX(rep, replica_upload(rep, to, first, npages, src));
+}
+
+static int op_download(void *rep, unsigned from, uint64_t first, uint64_t npages, void *dst)
+{
+	return IN_CTX(rep, replica_download(rep, from, first, npages, dst));
+}
+
+static int op_commit(void *rep, uint64_t first, uint64_t npages)
+{
+	return IN_CTX(rep, replica_commit(rep, first, npages));
+}
+
+static int op_diff(void *rep, uint64_t first, uint64_t npages, void (*changed)(uint64_t, uint64_t, void *),
+		   void *arg)
+{
+	return IN_CTX(rep, replica_diff(rep, first, npages, changed, arg));
+}
+
+static int op_fetch_changes(void *rep, const uint64_t *pages, uint64_t npages, void *dev_out, uint8_t *mask_out)
+{
+	return IN_CTX(rep, replica_fetch_changes(rep, pages, npages, dev_out, mask_out));
+}
+
 const struct device_ops cuda_device_ops = {
-	.upload = replica_upload,
-	.download = replica_download,
-	.commit = replica_commit,
-	.diff = replica_diff,
-	.fetch_changes = replica_fetch_changes,
+	.upload = op_upload,
+	.download = op_download,
+	.commit = op_commit,
+	.diff = op_diff,
+	.fetch_changes = op_fetch_changes,
 };
 
 /* --- creating replicas --- */
@@ -610,6 +686,8 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 	r->device = device;
 	r->len = len;
 	r->backing = backing;
+	if (CU_CHECK(drv.ctx_get_current(&r->ctx), "cuCtxGetCurrent (a replica's context)"))
+		r->ctx = NULL;
 	int rc;
 	if (backing == GAIA_BACKING_VMM) {
 		rc = create_vmm(r, span_start, span_len);
@@ -639,9 +717,11 @@ void cuda_replica_prefetch(struct cuda_replica *r)
 	 * in bulk instead of one fault each in the kernel. */
 	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
 	/* Only a hint: without it the pages move on demand. */
+	struct ctx_switch c = enter_ctx(r);
 	CUstream s = shim_stream();
 	if (!CU_CHECK(drv.prefetch(r->dptr, r->len, loc, 0, s), "cuMemPrefetchAsync (a hint)"))
 		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (after a prefetch)");
+	leave_ctx(c);
 	r->dirty_since_prefetch = false;
 }
 
@@ -649,6 +729,9 @@ void cuda_replica_destroy(struct cuda_replica *r)
 {
 	if (!drv.resolved)
 		return;
+	struct ctx_switch c = enter_ctx(r);
+	/* Its commits may still be queued on the shim's stream. */
+	(void)cuda_shim_settle();
 	if (r->changed)
 		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)
@@ -662,6 +745,7 @@ void cuda_replica_destroy(struct cuda_replica *r)
 		(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
 		(void)CU_FREE(drv.address_free((CUdeviceptr)r->span_start, r->span_len), "cuMemAddressFree (freeing device memory)");
 	}
+	leave_ctx(c);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -26,6 +26,7 @@ struct cuda_replica {
 	CUdeviceptr gather_buf;
 	uint64_t gather_capacity;
 	bool dirty_since_prefetch;
+	CUcontext ctx; /* the context that made it: its device work runs there */
 };
 
 GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
@@ -37,6 +38,9 @@ GAIA_HIDDEN const char *cuda_error_name(CUresult rc);
 GAIA_HIDDEN int cuda_current_device(void);
 /* Waits for everything the current context's device runs. 0 or -errno. */
 GAIA_HIDDEN int cuda_synchronize(void);
+/* The same in the context of a replica, from any thread. */
+struct cuda_replica;
+GAIA_HIDDEN int cuda_replica_synchronize(const struct cuda_replica *r);
 /* Waits for the device work the shim queued on its own stream (base
  * copies, commits) and no other wait has covered. 0 or -errno. */
 GAIA_HIDDEN int cuda_shim_settle(void);

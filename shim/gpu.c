@@ -338,15 +338,13 @@ void gpu_stream_destroyed(CUstream s)
 	pthread_mutex_unlock(&launch_window);
 }
 
-/* Before a release on dev: waits until every kernel launched there since
- * the last release has finished, and for nothing else: the streams that
- * launched them, each synchronized. A context sync, or a stream the shim
- * cannot ask about, waits for the whole device. (Releasing while a kernel
- * on another stream still runs would need a snapshot of the device pages
- * that kernel may still write; README, "What a sync shows".) */
-static void wait_launched_work(int dev, enum gpu_sync_kind kind)
+/* Before a full release on dev: waits until every kernel launched there
+ * since the last release has finished, and for nothing else: the streams
+ * that launched them, each synchronized. A stream the shim cannot ask
+ * about waits for the whole device. */
+static void wait_launched_work(int dev)
 {
-	if (kind == GPU_SYNC_CONTEXT || launched[dev].unknown) {
+	if (launched[dev].unknown) {
 		cuda_synchronize();
 		return;
 	}
@@ -361,6 +359,45 @@ static void wait_launched_work(int dev, enum gpu_sync_kind kind)
 		/* An error is the program's to see at its own sync. */
 		(void)sync(l->stream);
 	}
+}
+
+/* After the program's sync returned: forgets the launched streams that
+ * have finished their work (asked, not waited for) and tells whether any
+ * may still run a kernel. One the shim cannot ask about (destroyed, too
+ * many, another thread's per-thread stream) is waited for instead, with
+ * the whole device, as before a full release. */
+static bool kernels_still_running(int dev)
+{
+	PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+	pid_t self = gettid();
+	bool ask = query && !launched[dev].unknown;
+	for (unsigned i = 0; ask && i < launched[dev].n; i++)
+		ask = launched[dev].s[i].stream != CU_STREAM_PER_THREAD || launched[dev].s[i].tid == self;
+	if (!ask) {
+		cuda_synchronize();
+		launched[dev].n = 0;
+		launched[dev].unknown = false;
+		return false;
+	}
+	for (unsigned i = 0; i < launched[dev].n;) {
+		CUresult q = query(launched[dev].s[i].stream);
+		if (q == CUDA_SUCCESS) {
+			launched[dev].s[i] = launched[dev].s[--launched[dev].n];
+		} else if (q == CUDA_ERROR_NOT_READY) {
+			i++;
+		} else {
+			/* No answer: wait for them all, as before a full release
+			 * (an error of the program's own work is its to see at
+			 * its own sync). */
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_WARN,
+				      "cuStreamQuery failed: %s (%d); a sync waits for every stream "
+				      "that launched since the last one",
+				      cuda_error_name(q), (int)q);
+			return false;
+		}
+	}
+	return launched[dev].n != 0;
 }
 
 void gpu_launch_done(struct gpu_launch *L, CUresult rc)
@@ -378,23 +415,34 @@ void gpu_launch_done(struct gpu_launch *L, CUresult rc)
 
 CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 {
+	(void)kind; /* whatever was synced, the launched streams are asked */
 	if (rc != CUDA_SUCCESS)
 		return CUDA_SUCCESS;
 	stats_add(GAIA_STAT_host_syncs, 1);
 	if (!mapping_any())
 		return CUDA_SUCCESS;
 	gaia_in_shim++;
-	/* The release compares device pages with their base copies: no kernel
-	 * may still write them. It waits for the kernels launched since the
-	 * last release, on their own streams, and for no other device work. */
+	/* The release waits for nothing the program's sync did not (README,
+	 * "What a sync shows"): when kernels launched since the last release
+	 * still run on other streams, it is a snapshot release, which leaves
+	 * the epochs open for what they write next; when none does, a full
+	 * one, which closes them. */
 	pthread_mutex_lock(&launch_window);
 	int dev = cuda_current_device();
 	int failed = 0;
 	if (dev >= 0 && dev < TSVT_MAX_DEVICES) {
-		wait_launched_work(dev, kind);
-		failed = gpu_mappings_sync(dev);
-		launched[dev].n = 0;
-		launched[dev].unknown = false;
+		bool running = kernels_still_running(dev);
+		failed = running ? gpu_mappings_sync(dev, true) : -EAGAIN;
+		if (running && failed != -EAGAIN)
+			stats_add(GAIA_STAT_snapshot_releases, 1);
+		if (failed == -EAGAIN) {
+			/* No snapshot (none needed, or a region cannot have one
+			 * while another device has an open epoch on it). */
+			wait_launched_work(dev);
+			failed = gpu_mappings_sync(dev, false);
+			launched[dev].n = 0;
+			launched[dev].unknown = false;
+		}
 	}
 	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;

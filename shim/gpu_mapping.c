@@ -156,7 +156,7 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 	return true;
 }
 
-static int device_release_locked(struct gaia_mapping *m, int dev);
+static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot);
 
 bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 {
@@ -173,8 +173,8 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	/* What kernels wrote and no sync released yet reaches the file now. */
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && m->engine.epoch_open[d]) {
-			cuda_synchronize();
-			device_release_locked(m, d);
+			cuda_replica_synchronize(m->replicas[d]);
+			device_release_locked(m, d, false);
 		}
 	}
 	/* The driver replaces the host side of a vmm span when it unmaps it:
@@ -341,15 +341,23 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 
 /* The device's release at a sync: 0, or -errno when some of its changes
  * could not be brought to the CPU (they stay on the device, uncommitted,
- * for the next sync; the program's sync reports the failure). */
-static int device_release_locked(struct gaia_mapping *m, int dev)
+ * for the next sync; the program's sync reports the failure). A snapshot
+ * release (kernels may still run there) keeps the epoch open; -EAGAIN
+ * when the region cannot have one (nothing done then). */
+static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot)
 {
 	uint64_t merged_before = m->exec.merged_pages;
 	m->exec.valid_pages = file_valid_pages(m);
+	if (snapshot) {
+		for (int f = 0; f < dev; f++)
+			if (m->engine.epoch_open[f])
+				return -EAGAIN; /* as lrc_sync_snapshot would say, before the diff */
+	}
 	int rc = lrc_sync_diff(&m->engine, dev, &m->plan);
 	mapping_run_plan_locked(m);
 	if (!rc)
-		rc = lrc_sync(&m->engine, dev, &m->plan);
+		rc = snapshot ? lrc_sync_snapshot(&m->engine, dev, &m->plan)
+			      : lrc_sync(&m->engine, dev, &m->plan);
 	uint64_t dirty = 0;
 	for (size_t i = 0; i < m->plan.count; i++)
 		if (m->plan.items[i].kind == LRC_MERGE_TO_CPU)
@@ -363,28 +371,37 @@ static int device_release_locked(struct gaia_mapping *m, int dev)
 			   dev, m->path, strerror(-moved));
 	stats_add(GAIA_STAT_device_dirty_pages, dirty);
 	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - merged_before);
+	if (cuda_shim_settle() && !rc && !moved)
+		moved = -EIO; /* the commits did not complete */
 	return rc ? rc : moved;
 }
 
-int gpu_mappings_sync(int dev)
+int gpu_mappings_sync(int dev, bool snapshot)
 {
 	int first_rc = 0;
+	bool refused = false;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
 		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
 	/* The caller (gpu.c) made sure every kernel launched on dev since its
-	 * last release has finished: the diff meets no kernel still writing. */
+	 * last release has finished, or asks for a snapshot release: the
+	 * diff may meet kernels still writing, and the epochs stay open. */
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (!m->replicas[dev] || !m->engine.epoch_open[dev])
 			continue;
-		int rc = device_release_locked(m, dev);
+		int rc = device_release_locked(m, dev, snapshot);
+		if (rc == -EAGAIN && snapshot) {
+			refused = true;
+			continue;
+		}
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
-	device_busy[dev] = false;
+	if (!snapshot)
+		device_busy[dev] = false;
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
-	return first_rc;
+	return first_rc ? first_rc : refused ? -EAGAIN : 0;
 }
 

@@ -22,11 +22,14 @@ struct gpu_translation {
  * run). */
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity);
-/* A host sync on device dev returned and every kernel launched there since
- * its last release has finished (the caller made sure): dev releases every
- * region it launched on, the CPU acquires. 0, or -errno when some device changes could not
- * reach the CPU. */
-GAIA_HIDDEN int gpu_mappings_sync(int dev);
+/* A host sync on device dev returned: dev releases every region it
+ * launched on, the CPU acquires. Either every kernel launched there since
+ * its last release has finished (the caller made sure), or, `snapshot`,
+ * some may still run: what they wrote so far is released and the epochs
+ * stay open. 0, -EAGAIN when a snapshot was refused for some region (the
+ * caller waits for the kernels, then releases in full), or -errno when
+ * some device changes could not reach the CPU. */
+GAIA_HIDDEN int gpu_mappings_sync(int dev, bool snapshot);
 
 /* --- shared by gpu_mapping.c, gpu_vmm.c and gpu_peer.c (mapping_lock held) --- */
 struct gaia_mapping;

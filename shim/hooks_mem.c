@@ -63,7 +63,7 @@ GAIA_EXPORT int munmap(void *addr, size_t len)
 	}
 	if (!gaia_in_shim && mapping_any())
 		mapping_release_padding(addr, len);
-	return REAL(munmap)(addr, len);
+	return IO_GATED(addr, len, REAL(munmap)(addr, len));
 }
 
 /* A moved or resized mapping is forgotten (its writes released) and the
@@ -81,14 +81,14 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 	if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_any())
 		mapping_release_padding(new_addr, new_len);
 	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1))
-		return REAL(mremap)(old, old_len, new_len, flags, new_addr);
+		return IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
 	gaia_in_shim++;
 	struct mapping_origin origin;
 	bool known = mapping_origin_at(old, &origin);
 	mapping_forget_range(old, old_len);
 	if ((flags & MREMAP_FIXED) && mapping_overlaps(new_addr, new_len))
 		mapping_forget_range(new_addr, new_len);
-	void *p = REAL(mremap)(old, old_len, new_len, flags, new_addr);
+	void *p = IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
 	int saved = errno;
 	if (known) {
 		if (p != MAP_FAILED)
@@ -109,7 +109,7 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
  * released and made again at the next launch). */
 GAIA_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	int rc = REAL(mprotect)(addr, len, prot);
+	int rc = IO_GATED(addr, len, REAL(mprotect)(addr, len, prot));
 	if (rc == 0 && (prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
 		int saved = errno;
 		gaia_in_shim++;
@@ -129,7 +129,7 @@ GAIA_EXPORT int msync(void *addr, size_t len, int flags)
 		gaia_in_shim--;
 		errno = saved;
 	}
-	return REAL(msync)(addr, len, flags);
+	return IO_GATED(addr, len, REAL(msync)(addr, len, flags));
 }
 
 static bool advice_discards(int advice)
@@ -153,10 +153,10 @@ static bool advice_discards(int advice)
 GAIA_EXPORT int madvise(void *addr, size_t len, int advice)
 {
 	if (gaia_in_shim || !advice_discards(advice) || !mapping_overlaps(addr, len))
-		return REAL(madvise)(addr, len, advice);
+		return IO_GATED(addr, len, REAL(madvise)(addr, len, advice));
 	gaia_in_shim++;
 	mapping_before_discard(addr, len);
-	int rc = REAL(madvise)(addr, len, advice);
+	int rc = IO_GATED(addr, len, REAL(madvise)(addr, len, advice));
 	int saved = errno;
 	mapping_after_discard(addr, len);
 	gaia_in_shim--;

@@ -5,8 +5,9 @@
  * A user-mode access meanwhile faults and waits in gpu_vmm.c's SIGSEGV
  * handler; a system call that copies to or from the range cannot be
  * caught that way: the kernel returns EFAULT, or a short count. So the
- * I/O calls the shim interposes (read, write and their p/v forms) pass a
- * gate: each announces its buffer in a slot before the call and clears it
+ * calls the shim interposes that take a range of the program's memory
+ * (read, write and their p/v forms; munmap, mremap, mprotect, msync,
+ * madvise) pass a gate: each announces its buffer in a slot before the call and clears it
  * after; a move announces its range, waits for the calls whose buffers
  * overlap it, and a call that finds a move over its buffer waits for the
  * move to end before it starts.
@@ -39,6 +40,9 @@ static uintptr_t move_start, move_end;     /* move_end == 0: none */
 static int move_seq;                       /* futex: bumped when a move ends */
 static int leave_seq;                      /* futex: bumped when a call leaves during a move */
 static unsigned overflow;                  /* calls that found no free slot */
+/* The thread that moves: what the driver does for it meanwhile (mmap,
+ * munmap of the span) is not waited for. */
+static __thread bool mover __attribute__((tls_model("initial-exec")));
 
 static bool overlaps(uintptr_t a, uintptr_t b, uintptr_t s, uintptr_t e)
 {
@@ -57,7 +61,7 @@ static void futex_wake_all(int *word)
 
 int io_gate_enter(const void *buf, size_t len)
 {
-	if (!len)
+	if (!len || mover)
 		return -1;
 	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
 	int slot = -1;
@@ -146,6 +150,7 @@ static void wait_for_calls(uintptr_t s, uintptr_t e)
 
 void move_gate_begin(uintptr_t start, size_t len)
 {
+	mover = true;
 	__atomic_store_n(&move_start, start, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&move_end, start + len, __ATOMIC_SEQ_CST);
 	wait_for_calls(start, start + len);
@@ -153,6 +158,7 @@ void move_gate_begin(uintptr_t start, size_t len)
 
 void move_gate_end(void)
 {
+	mover = false;
 	__atomic_store_n(&move_end, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&move_start, 0, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&move_seq, 1, __ATOMIC_SEQ_CST);
