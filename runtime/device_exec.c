@@ -121,14 +121,12 @@ static int fetch_pair(struct device_exec *x, void *rep, uint64_t first, uint64_t
 }
 
 /* A snapshot release's merge: base := the device bytes just merged (the
- * device may have changed them since), and the protect records go. */
+ * device may have changed them since). The protect records stay, for the
+ * rest of the epoch. */
 static int commit_merged(struct device_exec *x, int d, uint64_t first, uint64_t npages,
 			 const uint8_t *dev)
 {
-	int rc = x->ops->upload(x->replica[d], DEVICE_BASE, first, npages, dev);
-	if (!rc)
-		protect_drop(&x->prot[d], first, npages);
-	return rc;
+	return x->ops->upload(x->replica[d], DEVICE_BASE, first, npages, dev);
 }
 
 static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t npages, bool commit)

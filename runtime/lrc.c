@@ -283,7 +283,8 @@ static int release_device(struct lrc_region *r, int d, bool snapshot, struct lrc
 		tsvt_bump(t, TSVT_CPU, p);
 		if (was_current)
 			tsvt_set_current(t, d, p);
-		tsvt_set_protect(t, d, p, false);
+		if (!snapshot)
+			tsvt_set_protect(t, d, p, false);
 	}
 	if ((r->flags & LRC_SHARED) && (rc = emit_list(plan, LRC_PUBLISH, d, 0, dirty)))
 		return rc;

@@ -61,10 +61,11 @@ enum lrc_action_kind {
 	/* dev: in place, CPU[i] = dev[i] for every byte with dev[i] != base[i],
 	 * except protected bytes whose CPU value equals the recorded one;
 	 * no other CPU byte is stored to. With other == LRC_MERGE_COMMITS
-	 * (a snapshot release): then base := the device bytes the merge read
-	 * and dev's protect record of the page is dropped, in place of a
-	 * COMMIT, which would read the page again while kernels may still
-	 * write it. */
+	 * (a snapshot release): then base := the device bytes the merge read,
+	 * in place of a COMMIT, which would read the page again while kernels
+	 * may still write it. dev's protect record stays: its epoch goes on,
+	 * and a higher device's concurrent write still wins over its next
+	 * ones. */
 	LRC_MERGE_TO_CPU,
 	/* dev -> other (a lower device with the page in an open epoch): for
 	 * every byte dev changed whose value won (dev[i] != base[i] and, after

@@ -85,6 +85,8 @@ static inline void run_plan(struct harness *h)
 				break;
 			case LRC_MERGE_TO_CPU:
 				h->stats_merged_bytes += lrc_page_merge_to_cpu(cpu, dev, base, h->prot[d][p]);
+				if (a->other == LRC_MERGE_COMMITS) /* a snapshot release */
+					memcpy(base, dev, PG);
 				break;
 			case LRC_PROTECT_SAVE:
 				lrc_page_protect_save(prot_get(h, a->other, p), dev, base, cpu);

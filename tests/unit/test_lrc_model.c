@@ -1,7 +1,8 @@
 /* Model-based randomised test of the engine (lrc + tsvt + merge).
  *
  * Random sequences of {CPU stores, device d writes (d = 0..2), launch on d,
- * sync d, write() to the file, read() of the file, a write by another
+ * sync d, snapshot sync of d (its kernels go on writing after), write() to
+ * the file, read() of the file, a write by another
  * process, msync, munmap of part, mmap again} are applied twice:
  *  - to the engine, with plain byte buffers standing in for the file/page
  *    cache (the CPU replica of a MAP_SHARED region), each device's replica
@@ -22,6 +23,7 @@
  * LRC_MODEL_SEED=s replays one seed (LRC_MODEL_VERBOSE=1 prints the ops);
  * LRC_MODEL_SEEDS and LRC_MODEL_OPS change the run's size.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -364,6 +366,35 @@ static void op_sync(struct run *r, int d)
 	check_equal(r, h->file, r->m->view[0], false, "file after sync");
 }
 
+/* A sync of one stream while d's kernels on others still run (a snapshot
+ * release): the CPU sees every write d made so far, and d's epoch goes on.
+ * Refused, with nothing emitted, while a lower device has an open epoch:
+ * then the shim waits for the kernels and syncs in full. */
+static void op_snapshot_sync(struct run *r, int d)
+{
+	struct harness *h = r->h;
+	bool lower_open = false;
+	for (int f = 0; f < d; f++)
+		lower_open |= h->epoch_age[f] >= 0;
+	say(r, "snapshot sync device %d%s", d, lower_open && h->epoch_age[d] >= 0 ? " (refused)" : "");
+	assert_int_equal(lrc_sync_diff(&h->region, d, &h->plan), 0);
+	run_plan(h);
+	int rc = lrc_sync_snapshot(&h->region, d, &h->plan);
+	if (lower_open && h->epoch_age[d] >= 0) {
+		assert_int_equal(rc, -EAGAIN);
+		assert_int_equal(h->plan.count, 0);
+		assert_int_equal(lrc_sync(&h->region, d, &h->plan), 0);
+		run_plan(h);
+		model_join(r->m, 0, d + 1);
+		h->epoch_age[d] = -1;
+	} else {
+		assert_int_equal(rc, 0);
+		run_plan(h);
+		model_join(r->m, 0, d + 1);
+	}
+	check_equal(r, h->file, r->m->view[0], false, "file after a snapshot sync");
+}
+
 static void op_msync(struct run *r)
 {
 	say(r, "msync");
@@ -452,8 +483,10 @@ static void run_one(uint64_t seed, long ops, bool verbose, uint64_t *ops_done)
 				op_launch(&r, d);
 		} else if (dice < 57) {
 			op_launch(&r, d);
-		} else if (dice < 69) {
+		} else if (dice < 63) {
 			op_sync(&r, d);
+		} else if (dice < 69) {
+			op_snapshot_sync(&r, d);
 		} else if (dice < 77) {
 			op_cpu_store(&r, true);
 		} else if (dice < 85) {
