@@ -805,75 +805,32 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 		SYNC(real, call, GPU_SYNC_COPY, rc_ == CUDA_SUCCESS && (is_sync)); \
 	} while (0)
 
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
-{
-	__typeof__(&cuMemcpy2D_v2) real = REAL_OF(cuMemcpy2D_v2);
+/* One wrapper per entry point: the synchronous forms (a sync when a host
+ * side is involved) and the stream-ordered ones. */
+#define PITCHED_SYNC_HOOK(name, type, mapped)                                                    \
+	GAIA_EXPORT CUresult CUDAAPI name(const type *pCopy)                                       \
+	{                                                                                          \
+		__typeof__(&name) real = REAL_OF(name);                                            \
+		PITCHED(real, pCopy, mapped, real(pCopy),                                          \
+			pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));         \
+	}
+#define PITCHED_ASYNC_HOOK(name, type, mapped)                                                   \
+	GAIA_EXPORT CUresult CUDAAPI name(const type *pCopy, CUstream hStream)                     \
+	{                                                                                          \
+		__typeof__(&name) real = REAL_OF(name);                                            \
+		PITCHED(real, pCopy, mapped, real(pCopy, hStream), false);                         \
+	}
 
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-	__typeof__(&cuMemcpy2D_v2_ptds) real = REAL_OF(cuMemcpy2D_v2_ptds);
-
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
-{
-	__typeof__(&cuMemcpy2DUnaligned_v2) real = REAL_OF(cuMemcpy2DUnaligned_v2);
-
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-	__typeof__(&cuMemcpy2DUnaligned_v2_ptds) real = REAL_OF(cuMemcpy2DUnaligned_v2_ptds);
-
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-	__typeof__(&cuMemcpy2DAsync_v2) real = REAL_OF(cuMemcpy2DAsync_v2);
-
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy, hStream), false);
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-	__typeof__(&cuMemcpy2DAsync_v2_ptsz) real = REAL_OF(cuMemcpy2DAsync_v2_ptsz);
-
-	PITCHED(real, pCopy, copy2d_mapped, real(pCopy, hStream), false);
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
-{
-	__typeof__(&cuMemcpy3D_v2) real = REAL_OF(cuMemcpy3D_v2);
-
-	PITCHED(real, pCopy, copy3d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
-{
-	__typeof__(&cuMemcpy3D_v2_ptds) real = REAL_OF(cuMemcpy3D_v2_ptds);
-
-	PITCHED(real, pCopy, copy3d_mapped, real(pCopy), pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{
-	__typeof__(&cuMemcpy3DAsync_v2) real = REAL_OF(cuMemcpy3DAsync_v2);
-
-	PITCHED(real, pCopy, copy3d_mapped, real(pCopy, hStream), false);
-}
-
-GAIA_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{
-	__typeof__(&cuMemcpy3DAsync_v2_ptsz) real = REAL_OF(cuMemcpy3DAsync_v2_ptsz);
-
-	PITCHED(real, pCopy, copy3d_mapped, real(pCopy, hStream), false);
-}
+PITCHED_SYNC_HOOK(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d_mapped)
+PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d_mapped)
+PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_mapped)
 
 /* Host registration of a mapping is the shim's (gpu_copy.c). */
 GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
