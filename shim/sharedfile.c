@@ -189,14 +189,18 @@ static int attach(struct shared_file *f)
 }
 
 /* After this process stopped using the table (its descriptor closed):
- * removes the object when nobody else holds it. */
+ * removes the object when nobody else holds it, and abandoned ones. */
 static void remove_if_unused(const char *name)
 {
 	int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && name_still_ours(name, fd))
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && name_still_ours(name, fd)) {
 		shm_unlink(name);
+		/* With it, what creators killed before publishing left (a
+		 * later creator would have removed them; there may be none). */
+		remove_abandoned(name);
+	}
 	close(fd);
 }
 
