@@ -235,6 +235,14 @@ void lrc_device_wrote(struct lrc_region *r, int d, uint64_t first, uint64_t n)
 		tsvt_mark_dirty(&r->tsvt, TSVT_DEV(d), first, n);
 }
 
+bool lrc_snapshot_possible(const struct lrc_region *r, int d)
+{
+	for (int f = 0; f < d && f < TSVT_MAX_DEVICES; f++)
+		if (r->epoch_open[f])
+			return false;
+	return true;
+}
+
 static int release_device(struct lrc_region *r, int d, bool snapshot, struct lrc_plan *plan)
 {
 	struct tsvt *t = &r->tsvt;
@@ -242,9 +250,8 @@ static int release_device(struct lrc_region *r, int d, bool snapshot, struct lrc
 		return -EINVAL;
 	if (!r->epoch_open[d])
 		return 0;
-	for (int f = 0; snapshot && f < d; f++)
-		if (r->epoch_open[f])
-			return -EAGAIN;
+	if (snapshot && !lrc_snapshot_possible(r, d))
+		return -EAGAIN;
 	struct page_list *dirty = &r->scratch;
 	page_list_clear(dirty);
 	int rc = tsvt_take_dirty(t, TSVT_DEV(d), dirty);

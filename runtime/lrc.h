@@ -156,6 +156,9 @@ int lrc_sync(struct lrc_region *r, int d, struct lrc_plan *plan);
  * records need the device page and base of d as they were at the merge):
  * the caller waits for d's kernels and calls lrc_sync. */
 #define LRC_MERGE_COMMITS 1
+/* Whether lrc_sync_snapshot would accept d now (no lower device has an
+ * open epoch): asked before the diff, to spare it. */
+bool lrc_snapshot_possible(const struct lrc_region *r, int d);
 int lrc_sync_snapshot(struct lrc_region *r, int d, struct lrc_plan *plan);
 
 /* Pages [first, first+n) leave the region (munmap of part): devices forget

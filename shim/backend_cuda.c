@@ -246,14 +246,6 @@ int cuda_shim_settle(void)
 	return 0;
 }
 
-/* Another thread's wait counts only once it has returned: launches in
- * several threads each wait until then. */
-int cuda_order_before_launch(CUstream stream)
-{
-	(void)stream;
-	return cuda_shim_settle();
-}
-
 /* "cuMemcpyXtoY[Async] (purpose)": the call a failure names. */
 static const char *call_name(char *buf, size_t size, const char *call, bool async, const char *purpose)
 {
@@ -261,26 +253,30 @@ static const char *call_name(char *buf, size_t size, const char *call, bool asyn
 	return buf;
 }
 
-static int copy_htod(CUdeviceptr dst, const void *src, size_t bytes, const char *purpose)
+/* A copy between host and device that returns when done. */
+static int copy_host(bool to_device, CUdeviceptr dptr, void *host, size_t bytes, const char *purpose)
 {
 	CUstream s = shim_stream();
 	char what[96];
-	call_name(what, sizeof(what), "cuMemcpyHtoD", s, purpose);
+	call_name(what, sizeof(what), to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", s, purpose);
+	CUresult rc;
 	if (!s)
-		return CU_CHECK(drv.memcpy_htod(dst, src, bytes), what);
-	int rc = CU_CHECK(drv.memcpy_htod_async(dst, src, bytes, s), what);
-	return rc ? rc : CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+		rc = to_device ? drv.memcpy_htod(dptr, host, bytes) : drv.memcpy_dtoh(host, dptr, bytes);
+	else
+		rc = to_device ? drv.memcpy_htod_async(dptr, host, bytes, s)
+			       : drv.memcpy_dtoh_async(host, dptr, bytes, s);
+	int err = CU_CHECK(rc, what);
+	return err || !s ? err : CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+}
+
+static int copy_htod(CUdeviceptr dst, const void *src, size_t bytes, const char *purpose)
+{
+	return copy_host(true, dst, (void *)src, bytes, purpose);
 }
 
 static int copy_dtoh(void *dst, CUdeviceptr src, size_t bytes, const char *purpose)
 {
-	CUstream s = shim_stream();
-	char what[96];
-	call_name(what, sizeof(what), "cuMemcpyDtoH", s, purpose);
-	if (!s)
-		return CU_CHECK(drv.memcpy_dtoh(dst, src, bytes), what);
-	int rc = CU_CHECK(drv.memcpy_dtoh_async(dst, src, bytes, s), what);
-	return rc ? rc : CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+	return copy_host(false, src, dst, bytes, purpose);
 }
 
 /* Queued, not waited for: cuda_shim_settle covers it. */

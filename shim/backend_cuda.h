@@ -42,11 +42,10 @@ GAIA_HIDDEN int cuda_synchronize(void);
 struct cuda_replica;
 GAIA_HIDDEN int cuda_replica_synchronize(const struct cuda_replica *r);
 /* Waits for the device work the shim queued on its own stream (base
- * copies, commits) and no other wait has covered. 0 or -errno. */
+ * copies, commits) and no other wait has covered; before a launch of the
+ * program on any stream (the shim's is ordered after no other). Another
+ * thread's wait counts once it has returned. 0 or -errno. */
 GAIA_HIDDEN int cuda_shim_settle(void);
-/* Before a launch on `stream`, any stream: the shim's queued work first
- * (its stream is ordered after no other). 0 or -errno. */
-GAIA_HIDDEN int cuda_order_before_launch(CUstream stream);
 /* The VMM allocation granularity of a device (0: no VMM). */
 GAIA_HIDDEN size_t cuda_vmm_granularity(int device);
 

@@ -275,7 +275,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	}
 	/* The base copies are queued on the shim's own stream: the kernel
 	 * must come after them. */
-	if (L->device >= 0 && cuda_order_before_launch(L->stream) && L->error == CUDA_SUCCESS)
+	if (L->device >= 0 && cuda_shim_settle() && L->error == CUDA_SUCCESS)
 		L->error = CUDA_ERROR_UNKNOWN;
 	gaia_debug("launch on device %d: %zu argument words, %d regions translated", L->device,
 		   nvalues, ntr);

@@ -348,11 +348,8 @@ static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot)
 {
 	uint64_t merged_before = m->exec.merged_pages;
 	m->exec.valid_pages = file_valid_pages(m);
-	if (snapshot) {
-		for (int f = 0; f < dev; f++)
-			if (m->engine.epoch_open[f])
-				return -EAGAIN; /* as lrc_sync_snapshot would say, before the diff */
-	}
+	if (snapshot && !lrc_snapshot_possible(&m->engine, dev))
+		return -EAGAIN;
 	int rc = lrc_sync_diff(&m->engine, dev, &m->plan);
 	mapping_run_plan_locked(m);
 	if (!rc)
