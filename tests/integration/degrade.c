@@ -124,6 +124,21 @@ static bool soft_dirty_in_kernel(void)
 	return ok;
 }
 
+/* Whether user uid can run this program under the shim: a build in a
+ * directory only root can enter (a clone in a mktemp -d) cannot. */
+static bool reachable_as(uid_t uid, const char *self)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		const char *preload = getenv("LD_PRELOAD");
+		if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+			_exit(1);
+		_exit(access(self, X_OK) == 0 && (!preload || access(preload, R_OK) == 0) ? 0 : 1);
+	}
+	int status;
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--child") == 0)
@@ -177,7 +192,11 @@ int main(int argc, char **argv)
 		       strstr(o.stderr_text, "GAIA_DIRTY_TRACKING=\"bogus\""),
 	       "a bad value is reported once and the default used");
 
-	if (geteuid() == 0) {
+	bool unprivileged = geteuid() == 0 && reachable_as(65534, self);
+	if (geteuid() == 0 && !unprivileged)
+		printf("degrade: unprivileged case skipped: user 65534 cannot reach %s or the preloaded "
+		       "library (a build directory only root can enter)\n", self);
+	if (unprivileged) {
 		run_case(self, path, NULL, NULL, 65534, &o);
 		EXPECT(o.code == CHILD_MANAGED,
 		       "an unprivileged user must be managed (UFFD_USER_MODE_ONLY)");
@@ -187,6 +206,6 @@ int main(int argc, char **argv)
 		return ITEST_FAIL;
 	printf("degrade: disable, uffd, softdirty (%s), bad value%s: as specified\n",
 	       soft_dirty_in_kernel() ? "in the kernel" : "not in this kernel: pass-through",
-	       geteuid() == 0 ? ", unprivileged user" : "");
+	       unprivileged ? ", unprivileged user" : "");
 	return ITEST_PASS;
 }
