@@ -83,7 +83,9 @@ GAIA_EXPORT int close(int fd)
 	 * none of the shim: its closes are real. */
 	if (fd_guarded(fd) && gaia_process_is_ours())
 		return 0; /* as if closed; the number stays ours */
-	return REAL(close)(fd);
+	int rc = REAL(close)(fd);
+	fd_ident_forget(fd); /* closed even when close fails with EINTR */
+	return rc;
 }
 
 /* Closes [first, last] with the kernel's close_range, around ours. */
@@ -109,6 +111,7 @@ GAIA_EXPORT int close_range(unsigned first, unsigned last, int flags)
 		errno = EINVAL;
 		return -1;
 	}
+	fd_ident_forget_range(first, last);
 	if (!gaia_process_is_ours())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	if ((flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES))

@@ -3,7 +3,8 @@
  * the mapping's page tables, so write tracking cannot see them (research:
  * pagecache_wp.md): the shim records them as CPU writes of the pages of
  * every managed mapping of that file. With no managed mapping in the
- * process they cost one load. Reads need nothing: the page cache already
+ * process they cost one load; on a descriptor of an unmanaged file, one
+ * lock-free lookup (fdident.c). Reads need nothing: the page cache already
  * holds the newest CPU-side bytes.
  */
 #define _GNU_SOURCE
@@ -20,35 +21,84 @@
 #define RWF_APPEND 0x10
 #endif
 
-/* Records n bytes just written at `offset`, or, when offset is -1, ending
- * at the descriptor's position now (write, writev, O_APPEND). */
-static void record_write(int fd, off_t offset, ssize_t n)
+/* A write to a managed file, as the hooks see it: which file, and, for a
+ * write whose offset the kernel picks (write, writev, O_APPEND, RWF_APPEND),
+ * where the descriptor stood before it (the file's size for an append).
+ * Unmanaged descriptors cost one lock-free lookup and no system call
+ * (fdident.c). */
+struct placed {
+	bool managed;
+	bool append;
+	dev_t dev;
+	ino_t ino;
+	off_t before; /* -1: unknown */
+};
+
+static struct placed place(int fd, bool kernel_offset, bool rwf_append)
 {
-	if (n <= 0 || gaia_in_shim || !mapping_any())
+	struct placed w = {.before = -1};
+	if (gaia_in_shim || !fd_ident_managed(fd, &w.dev, &w.ino, &w.append) || !gaia_process_is_ours())
+		return w;
+	w.managed = true;
+	w.append |= rwf_append;
+	if (!kernel_offset && !w.append)
+		return w;
+	int saved = errno;
+	if (w.append) {
+		struct stat st;
+		w.before = fstat(fd, &st) == 0 ? st.st_size : -1;
+	} else {
+		w.before = lseek(fd, 0, SEEK_CUR);
+	}
+	errno = saved;
+	return w;
+}
+
+/* Records n bytes just written: at `offset` when the caller named it and
+ * the kernel honoured it, else between where the descriptor stood before
+ * and where it stands now. Other threads moving a shared offset forward
+ * (or appending) in between only widen that span; one that moves it back
+ * may hide the write here, and then the file's change time and the page
+ * checksums find it at the next acquire (checksum.c). */
+static void record_write(int fd, const struct placed *w, off_t offset, ssize_t n)
+{
+	if (n <= 0 || !w->managed)
 		return;
 	int saved = errno;
 	gaia_in_shim++;
-	if (offset < 0) {
-		off_t end = lseek(fd, 0, SEEK_CUR);
-		offset = end >= n ? end - n : -1;
+	off_t lo = offset, hi = offset + n;
+	if (offset < 0 || w->append) {
+		off_t after = -1;
+		if (w->append) {
+			struct stat st;
+			after = fstat(fd, &st) == 0 ? st.st_size : -1;
+		} else {
+			after = lseek(fd, 0, SEEK_CUR);
+		}
+		lo = w->before >= 0 && w->before < after - n ? w->before : after - n;
+		hi = w->before >= 0 && w->before + n > after ? w->before + n : after;
 	}
-	if (offset >= 0)
-		mapping_file_written(fd, offset, (size_t)n);
+	if (lo >= 0 && hi > lo)
+		mapping_file_written(w->dev, w->ino, lo, (size_t)(hi - lo));
 	gaia_in_shim--;
 	errno = saved;
 }
 
 GAIA_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
+	struct placed w = place(fd, true, false);
 	ssize_t n = IO_GATED(buf, count, REAL(write)(fd, buf, count));
-	record_write(fd, -1, n);
+	record_write(fd, &w, -1, n);
 	return n;
 }
 
+/* pwrite on a descriptor open O_APPEND appends, whatever the offset says
+ * (pwrite(2), BUGS). */
 GAIA_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
+	struct placed w = place(fd, false, false);
 	ssize_t n = IO_GATED(buf, count, REAL(pwrite64)(fd, buf, count, offset));
-	record_write(fd, offset, n);
+	record_write(fd, &w, offset, n);
 	return n;
 }
 
@@ -59,8 +109,9 @@ GAIA_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	const void *s;
 	size_t len = iov_span(iov, iovcnt, &s);
+	struct placed w = place(fd, true, false);
 	ssize_t n = IO_GATED(s, len, REAL(writev)(fd, iov, iovcnt));
-	record_write(fd, -1, n);
+	record_write(fd, &w, -1, n);
 	return n;
 }
 
@@ -68,26 +119,23 @@ GAIA_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t o
 {
 	const void *s;
 	size_t len = iov_span(iov, iovcnt, &s);
+	struct placed w = place(fd, false, false);
 	ssize_t n = IO_GATED(s, len, REAL(pwritev)(fd, iov, iovcnt, offset));
-	record_write(fd, offset, n);
+	record_write(fd, &w, offset, n);
 	return n;
 }
 
 GAIA_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 	__attribute__((alias("pwritev")));
 
+/* pwritev2 with offset -1 writes at the descriptor's position. */
 GAIA_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
 {
 	const void *s;
 	size_t len = iov_span(iov, iovcnt, &s);
+	struct placed w = place(fd, offset == -1, (flags & RWF_APPEND) != 0);
 	ssize_t n = IO_GATED(s, len, REAL(pwritev2)(fd, iov, iovcnt, offset, flags));
-	if (n > 0 && (flags & RWF_APPEND) && !gaia_in_shim && mapping_any()) {
-		/* Appended at the end, whatever the offset says. */
-		struct stat st;
-		if (fstat(fd, &st) == 0)
-			offset = st.st_size - n;
-	}
-	record_write(fd, offset, n);
+	record_write(fd, &w, offset, n);
 	return n;
 }
 
@@ -97,12 +145,13 @@ GAIA_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off
 GAIA_EXPORT int ftruncate64(int fd, off_t length)
 {
 	struct stat st;
-	bool track = !gaia_in_shim && mapping_any() && fstat(fd, &st) == 0;
+	struct placed w = place(fd, false, false);
+	bool track = w.managed && fstat(fd, &st) == 0;
 	int rc = REAL(ftruncate64)(fd, length);
 	if (rc == 0 && track) {
 		int saved = errno;
 		gaia_in_shim++;
-		mapping_file_truncated(fd, st.st_size, length);
+		mapping_file_truncated(w.dev, w.ino, st.st_size, length);
 		gaia_in_shim--;
 		errno = saved;
 	}

@@ -9,7 +9,8 @@
  * mapping of the file, not with preadv2(RWF_NOWAIT): that flag still
  * starts readahead before it answers "not cached", and the readahead
  * fetches the very pages a device could have served. Processes with no
- * device replica pay one load per read. Vector reads are the kernel's.
+ * device replica pay one load per read, descriptors of unmanaged files one
+ * lock-free lookup (fdident.c). Vector reads are the kernel's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,11 +23,22 @@
 
 #define GAIA_EXPORT __attribute__((visibility("default")))
 
+/* A read that a device might serve: of a managed file (one lock-free
+ * lookup decides; every other descriptor, /proc and /sys files, pipes and
+ * sockets included, goes straight to the kernel), in a process with a
+ * device replica. */
 static bool peer_candidate(int fd, struct stat *st)
 {
-	if (gaia_in_shim || !gpu_peer_possible || !gpu_peer_possible() || !mapping_any())
+	dev_t dev;
+	ino_t ino;
+	bool append;
+	if (gaia_in_shim || !gpu_peer_possible || !gpu_peer_possible() ||
+	    !fd_ident_managed(fd, &dev, &ino, &append) || !gaia_process_is_ours())
 		return false;
-	return fstat(fd, st) == 0 && S_ISREG(st->st_mode);
+	int saved = errno;
+	bool ok = fstat(fd, st) == 0 && st->st_dev == dev && st->st_ino == ino;
+	errno = saved;
+	return ok;
 }
 
 /* A read of len bytes at offset of a regular file, page run by page run:

@@ -169,6 +169,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	fd_ident_file_managed(m->dev, m->ino);
 	pthread_mutex_unlock(&mapping_lock);
 	release_timer_start();
 	stats_add(GAIA_STAT_managed_mappings, 1);
@@ -192,6 +193,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		}
 	}
 	__atomic_sub_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
+	fd_ident_file_unmanaged(m->dev, m->ino);
 	if (gpu_mapping_forget_locked)
 		gpu_mapping_forget_locked(m);
 	device_exec_destroy(&m->exec);
@@ -554,23 +556,20 @@ static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t l
 	pthread_mutex_unlock(&mapping_lock);
 }
 
-void mapping_file_written(int fd, off_t offset, size_t len)
+void mapping_file_written(dev_t dev, ino_t ino, off_t offset, size_t len)
 {
-	struct stat st;
-	if (!len || offset < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return;
-	file_pages_written(st.st_dev, st.st_ino, (uint64_t)offset, len);
+	if (len && offset >= 0)
+		file_pages_written(dev, ino, (uint64_t)offset, len);
 }
 
-void mapping_file_truncated(int fd, off_t old_size, off_t new_size)
+void mapping_file_truncated(dev_t dev, ino_t ino, off_t old_size, off_t new_size)
 {
-	struct stat st;
-	if (old_size == new_size || fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (old_size == new_size)
 		return;
 	off_t lo = old_size < new_size ? old_size : new_size;
 	off_t hi = old_size < new_size ? new_size : old_size;
 	lo &= ~(off_t)(GAIA_PAGE - 1);
-	file_pages_written(st.st_dev, st.st_ino, (uint64_t)lo, (uint64_t)(hi - lo));
+	file_pages_written(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));
 }
 
 /* --- discards (madvise) --- */

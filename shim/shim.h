@@ -35,7 +35,11 @@
 	X(readv, ssize_t, (int, const struct iovec *, int))                             \
 	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))                     \
 	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))                \
-	X(close, int, (int))
+	X(close, int, (int))                                                            \
+	X(dup2, int, (int, int))                                                        \
+	X(dup3, int, (int, int, int))                                                   \
+	X(fcntl, int, (int, int, ...))                                                  \
+	X(fcntl64, int, (int, int, ...))
 
 struct gaia_real {
 #define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;
@@ -77,6 +81,22 @@ void __tsan_ignore_thread_end(void);
 GAIA_HIDDEN int gaia_fd_keep(int fd);
 /* Stops keeping fd and closes it. */
 GAIA_HIDDEN void gaia_fd_release(int fd);
+
+/* --- which descriptors name a managed file (fdident.c) --- */
+/* A mapping of (dev, ino) became managed / stopped being managed. */
+GAIA_HIDDEN void fd_ident_file_managed(dev_t dev, ino_t ino);
+GAIA_HIDDEN void fd_ident_file_unmanaged(dev_t dev, ino_t ino);
+/* Some mapping in this process is managed: one load. */
+GAIA_HIDDEN bool fd_ident_any_managed(void);
+/* fd may name a managed file: true with its identity (compare it exactly
+ * under the mapping lock; a bucket may be shared) and whether it is open
+ * O_APPEND. False: no managed
+ * mapping of what fd names (or fd is not open). No system call once fd's
+ * number is known, and none at all while nothing is managed. */
+GAIA_HIDDEN bool fd_ident_managed(int fd, dev_t *dev, ino_t *ino, bool *append);
+/* The number was closed or replaced. Async-signal-safe. */
+GAIA_HIDDEN void fd_ident_forget(int fd);
+GAIA_HIDDEN void fd_ident_forget_range(unsigned first, unsigned last);
 
 /* --- the process (process.c) --- */
 /* False in a process cloned from ours without fork() (a simulated
@@ -200,10 +220,10 @@ GAIA_HIDDEN void mapping_release_all(void);
 /* At exit: the last release, then this process stops using the version
  * tables (the last user of a table removes it). */
 GAIA_HIDDEN void mapping_at_exit(void);
-/* Bytes [offset, offset+len) of the file behind fd were written with
+/* Bytes [offset, offset+len) of file (dev, ino) were written with
  * write()/pwrite(): CPU writes of those pages of every mapping of it. */
-GAIA_HIDDEN void mapping_file_written(int fd, off_t offset, size_t len);
-GAIA_HIDDEN void mapping_file_truncated(int fd, off_t old_size, off_t new_size);
+GAIA_HIDDEN void mapping_file_written(dev_t dev, ino_t ino, off_t offset, size_t len);
+GAIA_HIDDEN void mapping_file_truncated(dev_t dev, ino_t ino, off_t old_size, off_t new_size);
 GAIA_HIDDEN bool mapping_any(void);
 /* move_gate.c: the I/O hooks' calls and the vmm backing's moves keep out
  * of each other's way. io_gate_enter announces a call's user buffer (and
