@@ -77,22 +77,53 @@ static __thread uintptr_t retried_addr __attribute__((tls_model("initial-exec"))
 static __thread unsigned retried_after __attribute__((tls_model("initial-exec")));
 static struct sigaction previous_segv;
 
+/* What the kernel would have done with the signal had the shim's handler
+ * not been there: the previous handler, run with its own mask (and the
+ * signal itself blocked unless it asked SA_NODEFER) and reset first when it
+ * asked SA_RESETHAND; or the default action, for a fault (the access
+ * repeats with the default in place) as for a signal sent with kill, raise
+ * or sigqueue (si_code <= 0: sent again, as nothing repeats it). An ignored
+ * SIGSEGV is ignored when sent, and kills when it is a fault, as the
+ * kernel does. */
 static void chain_segv(int sig, siginfo_t *info, void *ctx)
 {
-	if (previous_segv.sa_flags & SA_SIGINFO) {
-		previous_segv.sa_sigaction(sig, info, ctx);
-	} else if (previous_segv.sa_handler == SIG_IGN) {
+	struct sigaction prev = previous_segv;
+	bool sent = info->si_code <= 0;
+	if (prev.sa_handler == SIG_IGN && sent)
 		return;
-	} else if (previous_segv.sa_handler == SIG_DFL) {
-		signal(sig, SIG_DFL); /* the fault repeats and kills, as without the shim */
-	} else {
-		previous_segv.sa_handler(sig);
+	if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
+		signal(sig, SIG_DFL);
+		if (sent) {
+			sigset_t only;
+			sigemptyset(&only);
+			sigaddset(&only, sig);
+			pthread_sigmask(SIG_UNBLOCK, &only, NULL);
+			raise(sig);
+		}
+		return;
 	}
+	if (prev.sa_flags & SA_RESETHAND) {
+		previous_segv.sa_handler = SIG_DFL;
+		previous_segv.sa_flags = 0;
+	}
+	sigset_t mask = prev.sa_mask, old;
+	if (!(prev.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	if (prev.sa_flags & SA_SIGINFO)
+		prev.sa_sigaction(sig, info, ctx);
+	else
+		prev.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void on_segv(int sig, siginfo_t *info, void *ctx)
 {
 	uintptr_t a = (uintptr_t)info->si_addr;
+	if (info->si_code <= 0) {
+		chain_segv(sig, info, ctx); /* sent, not a fault: never a move's */
+		return;
+	}
 	if (__atomic_load_n(&moving, __ATOMIC_ACQUIRE) && a >= __atomic_load_n(&moving_start, __ATOMIC_RELAXED) &&
 	    a < __atomic_load_n(&moving_end, __ATOMIC_RELAXED)) {
 		while (__atomic_load_n(&moving, __ATOMIC_ACQUIRE))
@@ -120,7 +151,9 @@ void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 	if (!installed) {
 		struct sigaction sa = {0};
 		sa.sa_sigaction = on_segv;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+		/* On the alternate stack where the thread has one: a program
+		 * that catches its own stack overflow there still does. */
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
 		installed = sigaction(SIGSEGV, &sa, &previous_segv) == 0;
 	}

@@ -284,26 +284,55 @@ static bool fault_is_write(void *uc)
 #endif
 }
 
+/* Not a fault on managed memory: what the kernel would have done without
+ * this handler.  The previous handler runs with its own mask (the signal
+ * blocked unless it asked SA_NODEFER), reset first if it asked
+ * SA_RESETHAND; with none, the default action: a fault repeats once the
+ * default is in place, a signal sent with kill/raise/sigqueue (si_code <=
+ * 0) is sent again.  An ignored SIGSEGV stays ignored when sent and kills
+ * when it is a fault. */
+static void host_segv_chain(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction prev = previous_segv;
+    bool sent = si->si_code <= 0;
+    if (prev.sa_handler == SIG_IGN && sent)
+        return;
+    if (prev.sa_handler == SIG_DFL || prev.sa_handler == SIG_IGN) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        if (sent) {
+            sigset_t only;
+            sigemptyset(&only);
+            sigaddset(&only, sig);
+            pthread_sigmask(SIG_UNBLOCK, &only, NULL);
+            raise(sig);
+        }
+        return;
+    }
+    if (prev.sa_flags & SA_RESETHAND) {
+        previous_segv.sa_handler = SIG_DFL;
+        previous_segv.sa_flags = 0;
+    }
+    sigset_t mask = prev.sa_mask, old;
+    if (!(prev.sa_flags & SA_NODEFER))
+        sigaddset(&mask, sig);
+    pthread_sigmask(SIG_BLOCK, &mask, &old);
+    if (prev.sa_flags & SA_SIGINFO)
+        prev.sa_sigaction(sig, si, uc);
+    else
+        prev.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void host_segv(int sig, siginfo_t *si, void *uc)
 {
     uint64_t b;
-    struct sim_device *d = managed_device((uintptr_t)si->si_addr, &b);
+    struct sim_device *d = si->si_code > 0 ? managed_device((uintptr_t)si->si_addr, &b) : NULL;
     if (d && acquire(d, b, true, fault_is_write(uc)))
         return;     /* the access retries */
-    /* not managed memory (or the device is gone): whoever was there before */
-    if (previous_segv.sa_flags & SA_SIGINFO) {
-        previous_segv.sa_sigaction(sig, si, uc);
-        return;
-    }
-    if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
-        previous_segv.sa_handler(sig);
-        return;
-    }
-    /* default action: uninstall and let the access fault again */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGSEGV, &dfl, NULL);
+    host_segv_chain(sig, si, uc);
 }
 
 int sim_uvm_start_host(void)
