@@ -11,19 +11,27 @@
  * munmap/mmap waiting forever. The price is that a read lock must never be
  * taken twice by one thread (a writer queued between the two would
  * deadlock it), hence callbacks may not call back into the table. */
-int region_table_init(struct region_table *t)
+static int lock_init(struct region_table *t)
 {
 	pthread_rwlockattr_t attr;
-	int err;
-
-	memset(t, 0, sizeof(*t));
-	err = pthread_rwlockattr_init(&attr);
+	int err = pthread_rwlockattr_init(&attr);
 	if (err)
 		return -err;
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	err = pthread_rwlock_init(&t->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 	return -err;
+}
+
+int region_table_init(struct region_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	return lock_init(t);
+}
+
+int region_table_after_fork(struct region_table *t)
+{
+	return lock_init(t);
 }
 
 void region_table_destroy(struct region_table *t)

@@ -40,6 +40,10 @@ struct region_table {
 };
 
 int region_table_init(struct region_table *t);
+/* In a fork child (one thread, the forking one): the lock as new, with its
+ * writer preference; whoever held it in the parent is not here. The
+ * regions stay. */
+int region_table_after_fork(struct region_table *t);
 void region_table_destroy(struct region_table *t);
 
 /* Adds a copy of *r. 0, -EINVAL (unaligned or empty), -EEXIST (overlaps a

@@ -227,8 +227,12 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 {
 	/* The child has no device context: the parent's replicas are not its
-	 * own (their host memory is, and is freed). */
+	 * own (their host memory is, and is freed), and the engine forgets
+	 * every device (the FREE actions that emits are the parent's to do). */
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		if (m->replicas[d] && lrc_device_forget(&m->engine, d, &m->plan))
+			gaia_error("after fork: %s: cannot forget device %d's copy", m->path, d);
+		lrc_plan_reset(&m->plan);
 		free(m->replicas[d]);
 		m->replicas[d] = NULL;
 		m->exec.replica[d] = NULL;

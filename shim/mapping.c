@@ -641,7 +641,8 @@ void mapping_after_fork(bool child)
 	/* Only this thread exists in the child: locks held by others at the
 	 * fork would never be released. */
 	pthread_mutex_init(&mapping_lock, NULL);
-	pthread_rwlock_init(&regions.lock, NULL);
+	if (region_table_after_fork(&regions))
+		gaia_error("after fork: cannot initialise the region table's lock");
 	shared_file_after_fork();
 	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; gpu_mapping_after_fork_locked && m; m = m->next)

@@ -1,7 +1,9 @@
-/* Process events: fork, and exit (the last release and the counters). */
+/* Process events: fork (pthread_atfork), and exit (the last release and
+ * the counters). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -17,34 +19,51 @@
  * passes straight through. */
 static pid_t our_pid;
 
-__attribute__((constructor)) static void gaia_at_start(void)
-{
-	our_pid = getpid();
-}
-
 bool gaia_process_is_ours(void)
 {
 	pid_t p = __atomic_load_n(&our_pid, __ATOMIC_RELAXED);
 	return p == 0 || getpid() == p;
 }
 
-/* The child gets the mappings (the kernel copies them) with everything the
- * parent wrote already released; registration for write tracking does not
- * follow a fork, so the child registers its managed ranges again. */
-GAIA_EXPORT pid_t fork(void)
+/* fork: the child gets the mappings (the kernel copies them) with
+ * everything the parent wrote already released; registration for write
+ * tracking does not follow a fork, so the child registers its managed
+ * ranges again, and forgets the parent's devices. Through pthread_atfork,
+ * so every fork glibc makes runs it (daemon(), and a program's own), not
+ * only calls of the fork symbol. The handlers of one fork run in one
+ * thread under glibc's fork lock, so one flag carries the decision. */
+static bool fork_managed;
+
+static void before_fork(void)
 {
-	bool managed = !gaia_in_shim && mapping_any();
-	if (managed)
+	fork_managed = !gaia_in_shim && mapping_any();
+	if (fork_managed)
 		mapping_before_fork();
-	pid_t pid = REAL(fork)();
-	if (pid == 0)
-		__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
-	if (managed) {
+}
+
+static void after_fork_parent(void)
+{
+	if (fork_managed) {
 		int saved = errno;
-		mapping_after_fork(pid == 0);
+		mapping_after_fork(false);
 		errno = saved;
 	}
-	return pid;
+}
+
+static void after_fork_child(void)
+{
+	__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
+	if (fork_managed) {
+		int saved = errno;
+		mapping_after_fork(true);
+		errno = saved;
+	}
+}
+
+__attribute__((constructor)) static void gaia_at_start(void)
+{
+	our_pid = getpid();
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 static void print_stats(void)

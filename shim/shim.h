@@ -29,7 +29,6 @@
 	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                    \
 	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
 	X(ftruncate64, int, (int, off_t))                                               \
-	X(fork, pid_t, (void))                                                          \
 	X(read, ssize_t, (int, void *, size_t))                                         \
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                               \
 	X(readv, ssize_t, (int, const struct iovec *, int))                             \
