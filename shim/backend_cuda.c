@@ -767,8 +767,9 @@ int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, siz
 	if (kind == GPU_FUNC_DRIVER) {
 		if (!drv.func_param_info)
 			return -ENOTSUP;
-		return drv.func_param_info((CUfunction)func, index, offset, size) == CUDA_SUCCESS
-			       ? 0 : -ENOENT;
+		/* Past the last parameter the driver answers INVALID_VALUE. */
+		CUresult rc = drv.func_param_info((CUfunction)func, index, offset, size);
+		return rc == CUDA_SUCCESS ? 0 : rc == CUDA_ERROR_INVALID_VALUE ? -ENOENT : -EIO;
 	}
 	if (kind == GPU_FUNC_RUNTIME) {
 		pthread_once(&runtime_info_once, resolve_runtime_info);
@@ -778,11 +779,12 @@ int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, siz
 		 * as the program's last error: clear it, unless the program had
 		 * one pending already. */
 		bool clean = runtime_peek_error() == 0;
-		if (runtime_info(func, index, offset, size) == 0)
+		int rc = runtime_info(func, index, offset, size);
+		if (rc == 0)
 			return 0;
 		if (clean)
 			runtime_get_error();
-		return -ENOENT;
+		return rc == 1 /* cudaErrorInvalidValue */ ? -ENOENT : -EIO;
 	}
 	return -ENOTSUP;
 }

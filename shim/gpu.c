@@ -25,6 +25,10 @@ __thread int gpu_hook_depth __attribute__((tls_model("initial-exec")));
 
 /* --- kernel parameter layouts, asked once per function --- */
 
+/* A function's parameters never change, so a layout is asked once and kept
+ * for the life of the process: an open-addressing table on (func, kind)
+ * that grows and never evicts (a framework launches thousands of kernels,
+ * over and over). */
 struct param_layout {
 	const void *func;
 	int kind;
@@ -34,11 +38,14 @@ struct param_layout {
 	uint32_t *size;
 };
 
-#define LAYOUT_SLOTS 512
-static struct param_layout layouts[LAYOUT_SLOTS];
+static struct param_layout *layouts;
+static size_t layouts_cap, layouts_count;
 static pthread_mutex_t layouts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void query_layout(struct param_layout *l)
+/* 0 with the layout, -ENOTSUP when the driver cannot say for this kind of
+ * function (cached: it will not say later either), or another error when
+ * a query failed (not cached: asked again at the next launch). */
+static int query_layout(struct param_layout *l)
 {
 	uint32_t off[MAX_PARAMS], size[MAX_PARAMS];
 	unsigned n = 0;
@@ -46,9 +53,18 @@ static void query_layout(struct param_layout *l)
 		size_t o, s;
 		int rc = cuda_func_param(l->func, (enum gpu_func_kind)l->kind, n, &o, &s);
 		if (rc == -ENOTSUP && n == 0)
-			return; /* unknown: every region is acquired, nothing translated */
-		if (rc)
-			break;
+			return 0; /* unknown: every region is acquired, nothing translated */
+		if (rc == -ENOENT)
+			break; /* past the last parameter */
+		if (rc) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_WARN,
+				      "asking the driver for parameter %u of kernel %p failed: %s; "
+				      "that launch acquires every region and translates no "
+				      "argument, and the next one asks again", n, l->func,
+				      strerror(-rc));
+			return rc;
+		}
 		off[n] = (uint32_t)o;
 		size[n] = (uint32_t)s;
 	}
@@ -58,26 +74,64 @@ static void query_layout(struct param_layout *l)
 		free(l->offset);
 		free(l->size);
 		l->offset = l->size = NULL;
-		return;
+		return -ENOMEM;
 	}
 	memcpy(l->offset, off, n * sizeof(uint32_t));
 	memcpy(l->size, size, n * sizeof(uint32_t));
 	l->n = n;
 	l->known = true;
+	return 0;
 }
 
-/* The layout of func; a copy of the slot (slots are overwritten when the
- * table is full, and their arrays kept alive: they are few and small). */
+static size_t layout_hash(const void *func, int kind, size_t cap)
+{
+	uint64_t h = ((uintptr_t)func ^ (uint64_t)kind << 60) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+static struct param_layout *layout_slot(struct param_layout *t, size_t cap, const void *func,
+					int kind)
+{
+	size_t i = layout_hash(func, kind, cap);
+	while (t[i].func && (t[i].func != func || t[i].kind != kind))
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Keeps the table at most half full. */
+static bool layouts_room(void)
+{
+	if ((layouts_count + 1) * 2 <= layouts_cap)
+		return true;
+	size_t cap = layouts_cap ? layouts_cap * 2 : 256;
+	struct param_layout *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < layouts_cap; i++)
+		if (layouts[i].func)
+			*layout_slot(t, cap, layouts[i].func, layouts[i].kind) = layouts[i];
+	free(layouts);
+	layouts = t;
+	layouts_cap = cap;
+	return true;
+}
+
+/* The layout of func (a copy; its arrays live as long as the process). */
 static bool layout_of(const void *func, int kind, struct param_layout *out)
 {
-	size_t h = ((uintptr_t)func >> 4) % LAYOUT_SLOTS;
 	pthread_mutex_lock(&layouts_lock);
-	struct param_layout *l = &layouts[h];
-	if (l->func != func || l->kind != kind) {
-		*l = (struct param_layout){.func = func, .kind = kind};
-		query_layout(l);
+	struct param_layout *l = layouts_cap ? layout_slot(layouts, layouts_cap, func, kind) : NULL;
+	if (l && l->func) {
+		*out = *l;
+	} else {
+		*out = (struct param_layout){.func = func, .kind = kind};
+		if (query_layout(out) == 0 && layouts_room()) {
+			*layout_slot(layouts, layouts_cap, func, kind) = *out;
+			layouts_count++;
+		} else if (!out->known) {
+			*out = (struct param_layout){.func = func, .kind = kind};
+		}
 	}
-	*out = *l;
 	pthread_mutex_unlock(&layouts_lock);
 	return out->known;
 }
