@@ -97,8 +97,8 @@ static bool aligned(const void *mem)
 	return ((uintptr_t)mem & 7) == 0;
 }
 
-int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_t uid,
-		     uint64_t capacity_pages)
+int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint64_t birth,
+		     uint32_t uid, uint64_t capacity_pages)
 {
 	if (!mem || !aligned(mem) || capacity_pages > SHAREDTAB_MAX_PAGES)
 		return -EINVAL;
@@ -118,6 +118,7 @@ int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_
 	h->header_bytes = SHAREDTAB_HEADER_BYTES;
 	h->dev = dev;
 	h->ino = ino;
+	h->birth = birth;
 	h->owner_uid = uid;
 	h->group_pages = SHAREDTAB_GROUP_PAGES;
 	h->capacity_pages = capacity_pages;
@@ -127,9 +128,24 @@ int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_
 	return 0;
 }
 
+int sharedtab_identity(const void *mem, size_t size, uint64_t *dev, uint64_t *ino)
+{
+	if (!mem || !aligned(mem) || size < SHAREDTAB_HEADER_BYTES)
+		return -EBADMSG;
+	const struct sharedtab_header *h = HDR(mem);
+	uint64_t magic;
+	memcpy(&magic, SHAREDTAB_MAGIC, sizeof(magic));
+	if (__atomic_load_n((const uint64_t *)h->magic, __ATOMIC_ACQUIRE) != magic)
+		return -EBADMSG;
+	*dev = h->dev;
+	*ino = h->ino;
+	return 0;
+}
+
 /* Every check reads only the header, and only after size covers it; the
  * arrays are then known to fit because sharedtab_bytes(capacity) <= size. */
-int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_t uid)
+int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino, uint64_t birth,
+		       uint32_t uid)
 {
 	if (!mem || !aligned(mem))
 		return -EINVAL;
@@ -154,7 +170,7 @@ int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino,
 	size_t need = sharedtab_bytes(capacity);
 	if (need == 0 || need > size)
 		return -EBADMSG;
-	if (h->dev != dev || h->ino != ino)
+	if (h->dev != dev || h->ino != ino || h->birth != birth)
 		return -ESTALE;
 	if (h->owner_uid != uid)
 		return -EPERM;

@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #define SHAREDTAB_MAGIC "GAIAVTAB"   /* 8 bytes, no terminating NUL stored */
-#define SHAREDTAB_LAYOUT_VERSION 1u
+#define SHAREDTAB_LAYOUT_VERSION 2u
 #define SHAREDTAB_HEADER_BYTES 128u
 #define SHAREDTAB_GROUP_PAGES 64u    /* pages per group stamp */
 #define SHAREDTAB_MAX_PAGES (1ull << 40) /* 4 PiB of 4 KiB pages */
@@ -57,7 +57,9 @@ struct sharedtab_header {
 	uint32_t owner_uid;        /* who created it */
 	uint32_t group_pages;      /* SHAREDTAB_GROUP_PAGES */
 	uint64_t capacity_pages;   /* pages covered: [0, capacity_pages) */
-	uint64_t reserved0[2];     /* zero */
+	uint64_t birth;            /* the file's identity beyond (dev, ino): its
+	                            * birth time or inode generation (0: none) */
+	uint64_t reserved0[1];     /* zero */
 	uint64_t epoch;            /* atomic: epoch of the newest completed publish */
 	uint64_t reserved1[7];     /* zero */
 };
@@ -69,7 +71,9 @@ _Static_assert(sizeof(struct sharedtab_header) == SHAREDTAB_HEADER_BYTES,
  * versions); 0 when capacity_pages > SHAREDTAB_MAX_PAGES. */
 size_t sharedtab_bytes(uint64_t capacity_pages);
 
-/* Formats the size bytes at mem as the table of file (dev, ino) owned by
+/* Formats the size bytes at mem as the table of file (dev, ino, birth: an
+ * inode number is reused once its file is gone, so a table of a file since
+ * deleted must not serve the next one with the same number) owned by
  * uid, covering pages [0, capacity_pages). The block must be all zero (as a
  * fresh ftruncate'd shm object or anonymous mapping is); format writes only
  * the header, not the arrays, so a large sparse table stays sparse. The
@@ -79,17 +83,25 @@ size_t sharedtab_bytes(uint64_t capacity_pages);
  * 0; -EINVAL (mem NULL or not 8-byte aligned, capacity > SHAREDTAB_MAX_PAGES);
  * -ENOSPC (size < sharedtab_bytes(capacity_pages)); -EEXIST (the block
  * already holds a table: it is left as it is). */
-int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_t uid,
-		     uint64_t capacity_pages);
+int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint64_t birth,
+		     uint32_t uid, uint64_t capacity_pages);
 
-/* Whether the size bytes at mem are a usable table of file (dev, ino) owned
+/* Whether the size bytes at mem are a usable table of file (dev, ino, birth) owned
  * by uid. Reads nothing outside [mem, mem + size), whatever the block holds.
  * 0; -EINVAL (mem NULL or not 8-byte aligned); -EBADMSG (smaller than a
  * header, wrong magic, layout version, header size or group size, nonzero
  * reserved fields, capacity over the maximum or not fitting in size);
- * -ESTALE (a table of another file: dev or ino differ); -EPERM (owner uid
+ * -ESTALE (a table of another file: dev, ino or birth differ); -EPERM (owner uid
  * differs). Format errors are reported before identity errors. */
-int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino, uint32_t uid);
+int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino, uint64_t birth,
+		       uint32_t uid);
+
+/* The file a block made by sharedtab_format names, whatever its layout
+ * version (dev and ino have kept their place since the first): 0 with
+ * *dev and *ino; -EBADMSG when the block is smaller than a header or has
+ * not the magic. For deciding whether an unusable table is a stale one of
+ * the same file (to be replaced) or a foreign object (to be left alone). */
+int sharedtab_identity(const void *mem, size_t size, uint64_t *dev, uint64_t *ino);
 
 /* The pages a validated table covers. */
 uint64_t sharedtab_capacity(const void *mem);

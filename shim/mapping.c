@@ -78,7 +78,7 @@ static void attach_shared_table_locked(struct gaia_mapping *m, uint64_t file_siz
 {
 	uint64_t file_pages = (file_size + GAIA_PAGE - 1) / GAIA_PAGE;
 	uint64_t end_page = (m->offset + m->len) / GAIA_PAGE;
-	m->shared = shared_file_get(m->dev, m->ino, file_pages > end_page ? file_pages : end_page);
+	m->shared = shared_file_get(m->fd, m->dev, m->ino, file_pages > end_page ? file_pages : end_page);
 	if (!m->shared)
 		return;
 	uint64_t npages = m->len / GAIA_PAGE;

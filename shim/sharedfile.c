@@ -12,12 +12,22 @@
  * removes the object if it can take the lock exclusively, i.e. nobody else
  * uses it. A process that takes the shared lock checks that the name still
  * names the object it opened, so nobody is left on a removed table while
- * others create a new one. A table all of whose users were killed stays in
- * /dev/shm (gaia-v1-*) until the next process that uses it stops. A new
- * table appears under its name only once formatted (create_new).
+ * others create a new one. A creator holds the shared lock before its table
+ * appears under the name (create_new), so a table in place with no lock
+ * held has no user. A table all of whose users ended without stopping
+ * (_exit, abort, a crash, kill -9) is removed by the next process that
+ * uses any table: it sweeps this user's gaia-v1-* objects once, removing
+ * those it can lock exclusively.
+ *
+ * Identity: a table names (dev, ino), and an inode number is reused once
+ * its file is gone; the header also holds the file's birth time (statx), or
+ * its inode generation where the file system keeps no birth time. A table
+ * in place whose header names another file (or an older layout) is
+ * removed when unused and made anew; while in use it is not used here.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <linux/fs.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -63,8 +74,8 @@ static void table_name(char *buf, size_t size, dev_t dev, ino_t ino)
  * table that another user owns, that others may write, that is too small
  * or whose header does not describe this file is never used. *what names
  * the failed call or check. */
-static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, size_t *size,
-			 int *fdp, const char **what)
+static int open_existing(const char *name, dev_t dev, ino_t ino, uint64_t birth, void **table,
+			 size_t *size, int *fdp, const char **what)
 {
 	*what = "shm_open";
 	int fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
@@ -86,7 +97,7 @@ static int open_existing(const char *name, dev_t dev, ino_t ino, void **table, s
 		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (*table == MAP_FAILED)
 			rc = -errno;
-		else if ((*what = "header check", rc = sharedtab_validate(*table, *size, dev, ino,
+		else if ((*what = "header check", rc = sharedtab_validate(*table, *size, dev, ino, birth,
 									   (uint32_t)geteuid())))
 			REAL(munmap)(*table, *size);
 	}
@@ -123,8 +134,8 @@ static void remove_abandoned(const char *name)
  * killed half-way never leaves an unformatted table where others would
  * find it and fall back to private versions for good). -EEXIST when
  * another process published one first. */
-static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_pages, void **table,
-		      size_t *size, int *fdp, const char **what)
+static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t birth, uint64_t file_pages,
+		      void **table, size_t *size, int *fdp, const char **what)
 {
 	char tmp[128], from[160], to[160];
 	snprintf(tmp, sizeof(tmp), "%s.new-%d", name, (int)getpid());
@@ -149,8 +160,11 @@ static int create_new(const char *name, dev_t dev, ino_t ino, uint64_t file_page
 		*table = REAL(mmap)(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (*table == MAP_FAILED)
 			rc = -errno;
-		else if ((rc = sharedtab_format(*table, *size, dev, ino, (uint32_t)geteuid(), capacity)))
+		else if ((rc = sharedtab_format(*table, *size, dev, ino, birth, (uint32_t)geteuid(),
+						capacity)))
 			*what = "format";
+		else if (flock(fd, LOCK_SH))
+			*what = "flock", rc = -errno;
 		else if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
 			*what = "rename into /dev/shm", rc = -errno;
 	}
@@ -188,23 +202,85 @@ static int attach(struct shared_file *f)
 	return name_still_ours(f->name, f->fd) ? 0 : -EAGAIN;
 }
 
-/* After this process stopped using the table (its descriptor closed):
- * removes the object when nobody else holds it, and abandoned ones. */
-static void remove_if_unused(const char *name)
+/* Whether the object open as fd is a table this shim made for (dev, ino):
+ * a regular object of this user, closed to others, with the magic and a
+ * header naming that file (any layout version). Anything else under one of
+ * our names (planted, copied, garbage) is never removed. */
+static bool shim_table_of(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	uint64_t header[SHAREDTAB_HEADER_BYTES / 8], hdev, hino;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 077) &&
+	       pread(fd, header, sizeof(header), 0) == (ssize_t)sizeof(header) &&
+	       sharedtab_identity(header, sizeof(header), &hdev, &hino) == 0 &&
+	       hdev == (uint64_t)dev && hino == (uint64_t)ino;
+}
+
+/* Removes the table of (dev, ino) under `name` when nobody holds it (after
+ * this process stopped using it, or when it is stale), and with it what
+ * creators killed before publishing left (a later creator would have
+ * removed them; there may be none). True when removed. */
+static bool remove_if_unused(const char *name, dev_t dev, ino_t ino)
 {
 	int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
-		return;
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && name_still_ours(name, fd)) {
-		shm_unlink(name);
-		/* With it, what creators killed before publishing left (a
-		 * later creator would have removed them; there may be none). */
+		return false;
+	bool removed = false;
+	if (shim_table_of(fd, dev, ino) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    name_still_ours(name, fd)) {
+		removed = shm_unlink(name) == 0;
 		remove_abandoned(name);
 	}
 	close(fd);
+	return removed;
 }
 
-struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
+/* Once per process, at its first table: removes this user's tables that
+ * nobody holds (their users all ended without stopping). */
+static void sweep_unused(void)
+{
+	static bool swept;
+	if (swept)
+		return;
+	swept = true;
+	char prefix[64];
+	int len = snprintf(prefix, sizeof(prefix), "gaia-v1-%u-", (unsigned)geteuid());
+	DIR *d = opendir("/dev/shm");
+	unsigned removed = 0;
+	for (struct dirent *e; d && len > 0 && (e = readdir(d));) {
+		unsigned long long dev, ino;
+		char rest;
+		if (strncmp(e->d_name, prefix, (size_t)len) != 0 ||
+		    sscanf(e->d_name + len, "%llx-%llx%c", &dev, &ino, &rest) != 2)
+			continue; /* not a table's name (a creator's .new-<pid> one) */
+		char name[300];
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		removed += remove_if_unused(name, (dev_t)dev, (ino_t)ino);
+	}
+	if (d)
+		closedir(d);
+	if (removed)
+		gaia_debug("removed %u version tables in /dev/shm left by processes that ended "
+			   "without stopping", removed);
+}
+
+/* The file's identity beyond (dev, ino): its birth time, or else its inode
+ * generation; 0 when the file system keeps neither (then (dev, ino) alone
+ * names the table). */
+static uint64_t file_birth(int fd)
+{
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BTIME, &stx) == 0 &&
+	    (stx.stx_mask & STATX_BTIME))
+		return (uint64_t)stx.stx_btime.tv_sec * 1000000000ull + stx.stx_btime.tv_nsec + 1;
+	unsigned int generation;
+	if (ioctl(fd, FS_IOC_GETVERSION, &generation) == 0)
+		return 1ull << 63 | generation;
+	return 0;
+}
+
+struct shared_file *shared_file_get(int file_fd, dev_t dev, ino_t ino, uint64_t file_pages)
 {
 	static int failed_once;
 	pthread_mutex_lock(&files_lock);
@@ -221,14 +297,24 @@ struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages)
 		return NULL;
 	}
 	table_name(f->name, sizeof(f->name), dev, ino);
+	sweep_unused();
+	uint64_t birth = file_birth(file_fd);
 	int rc = -ENOENT;
 	const char *what = "shm_open";
 	/* Another process may be creating it: it formats right after
 	 * creating, so an unformatted table is retried for a moment. */
 	for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
-		rc = open_existing(f->name, dev, ino, &f->table, &f->size, &f->fd, &what);
+		rc = open_existing(f->name, dev, ino, birth, &f->table, &f->size, &f->fd, &what);
+		if ((rc == -ESTALE || rc == -EBADMSG) && remove_if_unused(f->name, dev, ino)) {
+			/* ours for this (dev, ino) but unusable: of a file since
+			 * gone (another birth), or of an older layout */
+			gaia_debug("removed /dev/shm%s: it described an earlier file with this "
+				   "inode number, or had an older layout", f->name);
+			rc = -ENOENT;
+		}
 		if (rc == -ENOENT)
-			rc = create_new(f->name, dev, ino, file_pages, &f->table, &f->size, &f->fd, &what);
+			rc = create_new(f->name, dev, ino, birth, file_pages, &f->table, &f->size,
+					&f->fd, &what);
 		if (!rc && (what = "flock", rc = attach(f))) {
 			REAL(munmap)(f->table, f->size);
 			gaia_fd_release(f->fd);
@@ -272,7 +358,7 @@ void shared_file_put(struct shared_file *f)
 		REAL(munmap)(f->table, f->size);
 		if (f->fd >= 0) {
 			gaia_fd_release(f->fd);
-			remove_if_unused(f->name);
+			remove_if_unused(f->name, f->dev, f->ino);
 		}
 		free(f);
 	}

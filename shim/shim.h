@@ -144,7 +144,7 @@ GAIA_HIDDEN int tracker_reinit_after_fork(void);
 struct shared_file;
 struct sharedtab_cursor;
 /* NULL when no table can be used (the reason is logged once). */
-GAIA_HIDDEN struct shared_file *shared_file_get(dev_t dev, ino_t ino, uint64_t file_pages);
+GAIA_HIDDEN struct shared_file *shared_file_get(int fd, dev_t dev, ino_t ino, uint64_t file_pages);
 GAIA_HIDDEN void shared_file_put(struct shared_file *f);
 GAIA_HIDDEN uint32_t shared_file_publish(struct shared_file *f, uint64_t file_page);
 GAIA_HIDDEN uint32_t shared_file_version(struct shared_file *f, uint64_t file_page);

@@ -28,6 +28,7 @@
 #define DEV 0x803u
 #define INO 123456u
 #define UID 1000u
+#define BIRTH 0x17a2b3c4d5e6f708ull
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -87,7 +88,7 @@ static void *new_table(uint64_t capacity, size_t *bytes, bool shared)
 {
 	*bytes = sharedtab_bytes(capacity);
 	void *mem = map_zeroed(*bytes, shared);
-	assert_int_equal(sharedtab_format(mem, *bytes, DEV, INO, UID, capacity), 0);
+	assert_int_equal(sharedtab_format(mem, *bytes, DEV, INO, BIRTH, UID, capacity), 0);
 	return mem;
 }
 
@@ -147,8 +148,8 @@ static void test_format_then_validate_round_trip(void **state)
 	size_t bytes;
 	void *mem = new_table(1000, &bytes, false);
 
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), 0);
-	assert_int_equal(sharedtab_validate(mem, bytes + 4096, DEV, INO, UID), 0); /* rounded up object */
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), 0);
+	assert_int_equal(sharedtab_validate(mem, bytes + 4096, DEV, INO, BIRTH, UID), 0); /* rounded up object */
 	assert_int_equal(sharedtab_capacity(mem), 1000);
 	const struct sharedtab_header *h = mem;
 	assert_memory_equal(h->magic, "GAIAVTAB", 8);
@@ -160,8 +161,8 @@ static void test_format_then_validate_round_trip(void **state)
 	for (uint64_t p = 0; p < 1000; p++)
 		assert_int_equal(sharedtab_version(mem, p), 0);
 	/* a live table is never formatted over */
-	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO + 1, UID, 10), -EEXIST);
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), 0);
+	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO + 1, BIRTH, UID, 10), -EEXIST);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), 0);
 	munmap(mem, bytes);
 }
 
@@ -171,14 +172,14 @@ static void test_format_rejects_bad_arguments(void **state)
 	size_t bytes = sharedtab_bytes(100);
 	char *mem = map_zeroed(bytes + 64, false);
 
-	assert_int_equal(sharedtab_format(NULL, bytes, DEV, INO, UID, 100), -EINVAL);
-	assert_int_equal(sharedtab_format(mem + 4, bytes, DEV, INO, UID, 100), -EINVAL);
-	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO, UID, SHAREDTAB_MAX_PAGES + 1), -EINVAL);
-	assert_int_equal(sharedtab_format(mem, bytes - 1, DEV, INO, UID, 100), -ENOSPC);
-	assert_int_equal(sharedtab_format(mem, 16, DEV, INO, UID, 0), -ENOSPC);
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG); /* untouched */
-	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO, UID, 0), 0);       /* empty file */
-	assert_int_equal(sharedtab_validate(mem, 128, DEV, INO, UID), 0);
+	assert_int_equal(sharedtab_format(NULL, bytes, DEV, INO, BIRTH, UID, 100), -EINVAL);
+	assert_int_equal(sharedtab_format(mem + 4, bytes, DEV, INO, BIRTH, UID, 100), -EINVAL);
+	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO, BIRTH, UID, SHAREDTAB_MAX_PAGES + 1), -EINVAL);
+	assert_int_equal(sharedtab_format(mem, bytes - 1, DEV, INO, BIRTH, UID, 100), -ENOSPC);
+	assert_int_equal(sharedtab_format(mem, 16, DEV, INO, BIRTH, UID, 0), -ENOSPC);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG); /* untouched */
+	assert_int_equal(sharedtab_format(mem, bytes, DEV, INO, BIRTH, UID, 0), 0);       /* empty file */
+	assert_int_equal(sharedtab_validate(mem, 128, DEV, INO, BIRTH, UID), 0);
 	munmap(mem, bytes + 64);
 }
 
@@ -190,47 +191,50 @@ static void test_validate_rejects_each_broken_field(void **state)
 	struct sharedtab_header *h = mem;
 	struct sharedtab_header good = *h;
 
-	assert_int_equal(sharedtab_validate(NULL, bytes, DEV, INO, UID), -EINVAL);
-	assert_int_equal(sharedtab_validate((char *)mem + 1, bytes - 1, DEV, INO, UID), -EINVAL);
+	assert_int_equal(sharedtab_validate(NULL, bytes, DEV, INO, BIRTH, UID), -EINVAL);
+	assert_int_equal(sharedtab_validate((char *)mem + 1, bytes - 1, DEV, INO, BIRTH, UID), -EINVAL);
 
 	h->magic[7] = 'C';
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
-	h->layout_version = 2;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	h->layout_version = SHAREDTAB_LAYOUT_VERSION + 1;
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
 	h->header_bytes = 256;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
 	h->group_pages = 128;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
 	h->reserved1[3] = 1;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
 
 	/* truncated: smaller than the header, or than the arrays */
-	assert_int_equal(sharedtab_validate(mem, 0, DEV, INO, UID), -EBADMSG);
-	assert_int_equal(sharedtab_validate(mem, 127, DEV, INO, UID), -EBADMSG);
-	assert_int_equal(sharedtab_validate(mem, bytes - 1, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, 0, DEV, INO, BIRTH, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, 127, DEV, INO, BIRTH, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes - 1, DEV, INO, BIRTH, UID), -EBADMSG);
 	/* a capacity the size cannot hold, or absurd */
 	h->capacity_pages = 1001;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), -EBADMSG);
 	h->capacity_pages = SHAREDTAB_MAX_PAGES + 1;
-	assert_int_equal(sharedtab_validate(mem, SIZE_MAX, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, SIZE_MAX, DEV, INO, BIRTH, UID), -EBADMSG);
 	h->capacity_pages = UINT64_MAX;
-	assert_int_equal(sharedtab_validate(mem, SIZE_MAX, DEV, INO, UID), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, SIZE_MAX, DEV, INO, BIRTH, UID), -EBADMSG);
 	*h = good;
 
 	/* another file, another owner */
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV + 1, INO, UID), -ESTALE);
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO + 1, UID), -ESTALE);
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID + 1), -EPERM);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV + 1, INO, BIRTH, UID), -ESTALE);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO + 1, BIRTH, UID), -ESTALE);
+	/* the same (dev, ino) reused by a file born later */
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH + 1, UID), -ESTALE);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, 0, UID), -ESTALE);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID + 1), -EPERM);
 	/* format errors win over identity errors */
 	h->layout_version = 0;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV + 1, INO, UID + 1), -EBADMSG);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV + 1, INO, BIRTH, UID + 1), -EBADMSG);
 	*h = good;
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), 0);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), 0);
 	munmap(mem, bytes);
 }
 
@@ -251,13 +255,13 @@ static void test_validate_detects_any_flipped_header_bit(void **state)
 			continue;
 		for (int bit = 0; bit < 8; bit++) {
 			b[i] ^= (unsigned char)(1u << bit);
-			int rc = sharedtab_validate(mem, bytes, DEV, INO, UID);
+			int rc = sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID);
 			if (rc == 0)
 				fail_msg("flipping bit %d of header byte %zu went unnoticed", bit, i);
 			b[i] ^= (unsigned char)(1u << bit);
 		}
 	}
-	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, UID), 0);
+	assert_int_equal(sharedtab_validate(mem, bytes, DEV, INO, BIRTH, UID), 0);
 	munmap(mem, bytes);
 }
 
@@ -295,7 +299,7 @@ static void test_fuzzed_tables_never_read_past_their_size(void **state)
 		if (size >= 128 && rng_below(&rng, 4)) {
 			uint64_t fit = (size - 128) / 4; /* an upper bound of what fits */
 			uint64_t cap = rng_below(&rng, fit + 100);
-			(void)sharedtab_format(mem, size, DEV, INO, UID, cap);
+			(void)sharedtab_format(mem, size, DEV, INO, BIRTH, UID, cap);
 		} else if (size >= 8 && ((uintptr_t)mem & 7) == 0) {
 			memcpy(mem, "GAIAVTAB", 8);
 		}
@@ -321,7 +325,7 @@ static void test_fuzzed_tables_never_read_past_their_size(void **state)
 		for (size_t k = hdr; k < size; k++)
 			mem[k] = (char)rng_step(&rng);
 
-		int rc = sharedtab_validate(mem, size, DEV, INO, UID);
+		int rc = sharedtab_validate(mem, size, DEV, INO, BIRTH, UID);
 		if (rc != 0) {
 			assert_true(rc == -EINVAL || rc == -EBADMSG || rc == -ESTALE || rc == -EPERM);
 			rejected++;
@@ -698,7 +702,7 @@ static struct stress *stress_new(int nwriters, int nreaders, const char *what)
 	s->nreaders = nreaders;
 	s->seed = test_seed(what);
 	s->table = map_zeroed(sharedtab_bytes(STRESS_PAGES), true);
-	assert_int_equal(sharedtab_format(s->table, sharedtab_bytes(STRESS_PAGES), DEV, INO, UID,
+	assert_int_equal(sharedtab_format(s->table, sharedtab_bytes(STRESS_PAGES), DEV, INO, BIRTH, UID,
 					  STRESS_PAGES),
 			 0);
 	for (int w = 0; w < nwriters; w++)
