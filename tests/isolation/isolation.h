@@ -63,20 +63,20 @@ static inline int wait_child(pid_t pid, double seconds, const char *what)
 	}
 }
 
-/* Runs this program again (/proc/self/exe) with the given arguments
- * (NULL-terminated, argv[0] not included) as a child; returns its pid. */
+/* Runs this program again (/proc/self/exe) as a child with the given
+ * arguments (argv[1] on, NULL-terminated); returns its pid. */
 static inline pid_t run_self(const char *const *args)
 {
-	const char *argv[16];
-	int n = 0;
-	argv[n++] = "self";
-	for (; args[n - 1] && n < 15; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	CHECK(len > 0, "readlink /proc/self/exe: %s", strerror(errno));
 	exe[len] = 0;
+	const char *argv[16];
+	int n = 0;
+	argv[n++] = exe;
+	for (; args[n - 1] && n < 15; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
