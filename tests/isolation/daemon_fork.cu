@@ -129,7 +129,8 @@ static int worker(const char *variant)
 	alarm(30);
 	report("PID %d", (int)getpid());
 	CUDA_OK(cudaSetDevice(0));
-	int fd = make_file_with(BYTES, NULL, path);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
 	unsigned *m = (unsigned *)map_file(fd, BYTES);
 	close(fd);
 	for (size_t i = 0; i < WORDS; i++)
@@ -156,7 +157,6 @@ static int worker(const char *variant)
 	if (strcmp(variant, "fork") == 0) {
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			report("FAIL worker: the forked child %s", describe_status(status, d, sizeof(d)));
-		unlink(path);
 		return 0;
 	}
 	/* fork_exit: the worker goes on with the GPU. */
@@ -182,7 +182,6 @@ static int worker(const char *variant)
 		check_words(what, buf, kernel_value, k);
 	}
 	free(buf);
-	unlink(path);
 	report("OK worker after fork and _exit");
 	return 0;
 }
@@ -219,6 +218,7 @@ static int run_variant(const char *variant)
 	int errfd = mkstemp(errpath);
 	CHECK(errfd >= 0, "mkstemp: %s", strerror(errno));
 	unlink(errpath);
+	close(make_file_with(BYTES, NULL, path)); /* the worker maps it; the watcher removes it */
 	int p[2];
 	CHECK(pipe(p) == 0, "pipe: %s", strerror(errno));
 	fflush(NULL);
@@ -237,6 +237,7 @@ static int run_variant(const char *variant)
 	int eof = read_verdict(p[0], verdict, sizeof(verdict), 40);
 	close(p[0]);
 	int status = wait_child(pid, 5, "the worker");
+	unlink(path);
 
 	int failed = 0;
 	char d[100];

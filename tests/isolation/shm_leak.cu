@@ -286,10 +286,31 @@ static names remaining(const names &held)
 	return left;
 }
 
+static char current_dir[256];
+
+/* The driver's temp dir goes however the driver ends. */
+static void remove_current_dir(void)
+{
+	if (!current_dir[0])
+		return;
+	DIR *d = opendir(current_dir);
+	while (struct dirent *e = d ? readdir(d) : NULL) {
+		char p[600];
+		snprintf(p, sizeof(p), "%s/%s", current_dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(current_dir);
+	current_dir[0] = 0;
+}
+
 static void make_dir(char *dir, size_t len)
 {
+	remove_current_dir();
 	snprintf(dir, len, "%s/gaia-shm-leak-XXXXXX", temp_dir());
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	snprintf(current_dir, sizeof(current_dir), "%s", dir);
 }
 
 static int failures;
@@ -416,6 +437,7 @@ int main(int argc, char **argv)
 		return verify(argv[2], (unsigned)atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 
 	watchdog(150);
+	atexit(remove_current_dir);
 	const char *preload = getenv("ISOLATION_PRELOAD");
 	if (preload && *preload)
 		setenv("LD_PRELOAD", preload, 1);
