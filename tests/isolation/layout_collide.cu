@@ -14,6 +14,8 @@
  */
 #include <sys/resource.h>
 
+#include <utility>
+
 #include "isolation.h"
 
 #define NK 640
