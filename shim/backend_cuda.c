@@ -154,14 +154,16 @@ int cuda_current_device(void)
 	CUdevice dev;
 	if (!cuda_backend_ready())
 		return -1;
-	/* No context is not an error; a failure is tried once more: a launch
-	 * or sync that cannot name its device cannot move its pages. */
+	/* No context is not an error, nor is a driver not initialised yet (a
+	 * program whose first CUDA call is a launch: the runtime initialises
+	 * inside it); another failure is tried once more: a launch or sync
+	 * that cannot name its device cannot move its pages. */
 	CUresult rc = drv.ctx_get_device(&dev);
-	if (rc == CUDA_ERROR_INVALID_CONTEXT)
+	if (rc == CUDA_ERROR_INVALID_CONTEXT || rc == CUDA_ERROR_NOT_INITIALIZED)
 		return -1;
 	if (rc != CUDA_SUCCESS) {
-		(void)CU_CHECK(rc, "cuCtxGetDevice (tried again)");
-		if (CU_CHECK(drv.ctx_get_device(&dev), "cuCtxGetDevice"))
+		(void)CU_CHECK(rc, "cuCtxGetDevice");
+		if (CU_CHECK(drv.ctx_get_device(&dev), "cuCtxGetDevice (tried again)"))
 			return -1;
 	}
 	return (int)dev;
