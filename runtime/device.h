@@ -78,6 +78,7 @@ struct device_exec {
 	uint64_t *page_list;
 	/* what moved, for the caller's accounting */
 	uint64_t uploaded_pages, upload_transfers, downloaded_pages, merged_pages, merged_bytes;
+	uint64_t conflict_bytes; /* lrc_page_conflicts over every merge */
 };
 
 #define DEVICE_STAGING_PAGES 1024u

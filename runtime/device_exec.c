@@ -141,8 +141,11 @@ static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t n
 			uint64_t p = first + done + i;
 			if (p >= x->valid_pages)
 				break;
+			const struct lrc_protect *prot = protect_get(&x->prot[d], p);
+			x->conflict_bytes += lrc_page_conflicts(x->cpu_store + p * PG, dev + i * PG,
+								base + i * PG, prot);
 			uint64_t bytes = lrc_page_merge_to_cpu(x->cpu_store + p * PG, dev + i * PG,
-							       base + i * PG, protect_get(&x->prot[d], p));
+							       base + i * PG, prot);
 			x->merged_bytes += bytes;
 			x->merged_pages += bytes != 0;
 		}
@@ -391,6 +394,7 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 				uint8_t *bp = base + i * PG;
 				for (unsigned k = 0; k < PG; k++)
 					bp[k] = (m[k / 8] >> (k % 8) & 1) ? (uint8_t)~dp[k] : dp[k];
+				x->conflict_bytes += lrc_page_conflicts(x->cpu_store + p * PG, dp, bp, prot);
 				bytes = lrc_page_merge_to_cpu(x->cpu_store + p * PG, dp, bp, prot);
 			}
 			x->merged_bytes += bytes;

@@ -36,6 +36,15 @@ uint64_t lrc_page_merge_to_cpu(uint8_t *cpu, const uint8_t *dev, const uint8_t *
 	return merge_page_into(cpu, base, src);
 }
 
+uint64_t lrc_page_conflicts(const uint8_t *cpu, const uint8_t *dev, const uint8_t *base,
+			    const struct lrc_protect *prot)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; prot && i < MERGE_PAGE_BYTES; i++)
+		n += protected_here(prot, cpu, i) && dev[i] != base[i] && dev[i] != cpu[i];
+	return n;
+}
+
 void lrc_page_protect_save(struct lrc_protect *into, const uint8_t *dev, const uint8_t *base,
 			   const uint8_t *cpu)
 {

@@ -23,6 +23,12 @@ void lrc_page_rebase(uint8_t *dev, uint8_t *base, const uint8_t *cpu,
 /* LRC_MERGE_TO_CPU (prot may be NULL). Returns the bytes stored into cpu. */
 uint64_t lrc_page_merge_to_cpu(uint8_t *cpu, const uint8_t *dev, const uint8_t *base,
 			       const struct lrc_protect *prot);
+/* Before LRC_MERGE_TO_CPU: the bytes of the page this device changed that a
+ * higher device also changed, to another value, in the same interval (its
+ * protect record holds them, and its value is the CPU's): the writes that
+ * lose. 0 without a record. */
+uint64_t lrc_page_conflicts(const uint8_t *cpu, const uint8_t *dev, const uint8_t *base,
+			    const struct lrc_protect *prot);
 /* LRC_PROTECT_SAVE into `into` (the lower device's record). */
 void lrc_page_protect_save(struct lrc_protect *into, const uint8_t *dev, const uint8_t *base,
 			   const uint8_t *cpu);

@@ -12,9 +12,7 @@
 	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
 	X(snapshot_releases, "syncs", "syncs released while kernels still ran on other streams") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
-	X(cpu_faults, "faults", "CPU first-touch faults handled or populated")      \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \
-	X(readahead_hits, "pages", "accesses that found their page populated")      \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
 	X(device_dirty_pages, "pages", "pages a device wrote, found by diffing")     \
 	X(h2d_bytes, "bytes", "bytes uploaded to devices")                          \
@@ -23,14 +21,14 @@
 	X(d2h_transfers, "transfers", "download transfers")                         \
 	X(merged_pages, "pages", "pages merged (3-way) into another replica")       \
 	X(peer_read_bytes, "bytes", "bytes of CPU reads served from a device")      \
-	X(conflict_bytes, "bytes", "bytes written by two replicas between syncs")   \
-	X(writeback_pages, "pages", "pages written back to the file")               \
+	X(conflict_bytes, "bytes", "bytes a device wrote that a higher device wrote otherwise since both acquired, found when the lower one syncs second (its write loses)") \
+	X(writeback_pages, "pages", "pages of shared mappings a device's merge stored into (page cache pages the kernel writes back to the file)") \
 	X(published_pages, "pages", "page versions published to the shared table")  \
 	X(learned_pages, "pages", "pages other processes changed, learned at acquires") \
-	X(acquires, "calls", "acquire operations")                                  \
-	X(releases, "calls", "release operations")                                  \
-	X(acquire_ns, "ns", "time spent in acquire")                                \
-	X(release_ns, "ns", "time spent in release")
+	X(acquires, "calls", "acquires of a mapping (at launches, gaia_macquire)")  \
+	X(releases, "calls", "releases of a mapping by the CPU or a device")       \
+	X(acquire_ns, "ns", "time spent in acquires (a launch's counted once)")    \
+	X(release_ns, "ns", "time spent in releases")
 
 enum gaia_stat {
 #define GAIA_STAT_ENUM(name, unit, doc) GAIA_STAT_##name,

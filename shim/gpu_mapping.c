@@ -350,7 +350,7 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
  * when the region cannot have one (nothing done then). */
 static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot)
 {
-	uint64_t merged_before = m->exec.merged_pages;
+	uint64_t merged_before = m->exec.merged_pages, conflicts_before = m->exec.conflict_bytes;
 	m->exec.valid_pages = file_valid_pages(m);
 	if (snapshot && !lrc_snapshot_possible(&m->engine, dev))
 		return -EAGAIN;
@@ -372,6 +372,10 @@ static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot)
 			   dev, m->path, strerror(-moved));
 	stats_add(GAIA_STAT_device_dirty_pages, dirty);
 	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - merged_before);
+	stats_add(GAIA_STAT_conflict_bytes, m->exec.conflict_bytes - conflicts_before);
+	if ((m->flags & MAP_TYPE) != MAP_PRIVATE)
+		stats_add(GAIA_STAT_writeback_pages, m->exec.merged_pages - merged_before);
+	stats_add(GAIA_STAT_releases, 1);
 	if (cuda_shim_settle() && !rc && !moved)
 		moved = -EIO; /* the commits did not complete */
 	return rc ? rc : moved;

@@ -408,7 +408,6 @@ static void learn_checksum_change(uint64_t page, void *arg)
 
 void mapping_acquire_locked(struct gaia_mapping *m)
 {
-	uint64_t t0 = now_ns();
 	struct learn l = {.m = m};
 	if (m->shared)
 		shared_file_changes(m->shared, &m->cursor, file_page_of(m, 0), m->len / GAIA_PAGE,
@@ -434,7 +433,6 @@ void mapping_acquire_locked(struct gaia_mapping *m)
 	mapping_run_plan_locked(m);
 	stats_add(GAIA_STAT_learned_pages, l.learned);
 	stats_add(GAIA_STAT_acquires, 1);
-	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
 	if (l.learned)
 		gaia_debug("%s: %llu pages changed by other processes", m->path,
 			   (unsigned long long)l.learned);
@@ -444,9 +442,11 @@ int mapping_acquire_range(const void *addr, size_t len)
 {
 	if (!mapping_any())
 		return -ENOENT;
+	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
 	int found = for_each_overlapping_locked(addr, len, mapping_acquire_locked);
 	pthread_mutex_unlock(&mapping_lock);
+	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
 	return found ? 0 : -ENOENT;
 }
 

@@ -25,10 +25,10 @@ static void test_add_get_and_reset(void **state)
 	for (int s = 0; s < GAIA_STAT_COUNT; s++)
 		assert_true(stats_get((enum gaia_stat)s) == 0);
 
-	stats_add(GAIA_STAT_cpu_faults, 1);
-	stats_add(GAIA_STAT_cpu_faults, 2);
+	stats_add(GAIA_STAT_kernel_launches, 1);
+	stats_add(GAIA_STAT_kernel_launches, 2);
 	stats_add(GAIA_STAT_h2d_bytes, 1ull << 40);
-	assert_true(stats_get(GAIA_STAT_cpu_faults) == 3);
+	assert_true(stats_get(GAIA_STAT_kernel_launches) == 3);
 	assert_true(stats_get(GAIA_STAT_h2d_bytes) == 1ull << 40);
 	assert_true(stats_get(GAIA_STAT_d2h_bytes) == 0);
 
@@ -124,7 +124,7 @@ static void *add_many(void *arg)
 	uint64_t k = (uint64_t)(uintptr_t)arg;
 
 	for (int i = 0; i < ADDS_PER_THREAD; i++) {
-		stats_add(GAIA_STAT_cpu_faults, 1);
+		stats_add(GAIA_STAT_kernel_launches, 1);
 		stats_add(GAIA_STAT_h2d_bytes, k);
 		stats_add((enum gaia_stat)(i % GAIA_STAT_COUNT), 1);
 	}
@@ -147,7 +147,7 @@ static void test_concurrent_adds_sum_exactly(void **state)
 	for (int s = 0; s < GAIA_STAT_COUNT; s++) {
 		uint64_t rr = (uint64_t)ADD_THREADS *
 			      (ADDS_PER_THREAD / GAIA_STAT_COUNT + (s < ADDS_PER_THREAD % GAIA_STAT_COUNT));
-		uint64_t extra = s == GAIA_STAT_cpu_faults ? (uint64_t)ADD_THREADS * ADDS_PER_THREAD
+		uint64_t extra = s == GAIA_STAT_kernel_launches ? (uint64_t)ADD_THREADS * ADDS_PER_THREAD
 				 : s == GAIA_STAT_h2d_bytes ? k_sum * ADDS_PER_THREAD
 							    : 0;
 
