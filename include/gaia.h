@@ -9,7 +9,10 @@
  * Every function returns 0, or -1 with errno set:
  *   EINVAL  addr is not page aligned or len is 0;
  *   ENOENT  no managed mapping overlaps [addr, addr+len);
- *   ENODEV  device is not GAIA_CPU and no such device replica exists.
+ *   ENODEV  device is neither GAIA_CPU nor the calling thread's current
+ *           CUDA device (or the library has no CUDA side);
+ *   ENOMEM  a device replica could not be made;
+ *   EIO     a device transfer failed (the driver's error is logged).
  */
 #ifndef GAIA_H
 #define GAIA_H
@@ -21,19 +24,28 @@
 extern "C" {
 #endif
 
-/* The CPU replica, as a device argument. Devices are CUDA ordinals >= 0. */
+/* The CPU replica, as a device argument. Devices are CUDA ordinals >= 0;
+ * a device argument must be the calling thread's current device
+ * (cudaSetDevice / the current context's). */
 #define GAIA_CPU (-1)
 
 /* Acquire: make `device`'s replica of the managed mappings overlapping
  * [addr, addr+len) current. For the CPU: learn the pages other processes
  * changed since the last acquire (from the shared version table, and, for
  * writers not under the shim, from file times and page checksums taken at
- * the first acquire); their versions move. */
+ * the first acquire); their versions move. For a device: first the CPU's
+ * acquire, then the device's copy of those mappings (and of any it holds)
+ * is brought up to date as at a kernel launch, its replica made if it has
+ * none; a kernel launched afterwards on it finds nothing to upload. */
 int gaia_macquire(void *addr, size_t len, int device);
 
 /* Release: publish `device`'s writes to the managed mappings overlapping
  * [addr, addr+len) (for the CPU: collect the pages written since the last
- * release, give them new versions and publish them). */
+ * release, give them new versions and publish them). For a device: waits
+ * for the kernels launched on it (as cudaDeviceSynchronize would, on the
+ * streams the shim saw them launched on) and merges what it wrote into
+ * the CPU's pages, for every mapping the device holds, not only the range
+ * (a device's writes are found by diffing its whole copy). */
 int gaia_mrelease(void *addr, size_t len, int device);
 
 /* The CPU replica's version of each page of [addr, addr+len): one entry per

@@ -10,8 +10,8 @@ static int check_range(const void *addr, size_t len, int device)
 {
 	if (((uintptr_t)addr & (GAIA_PAGE - 1)) || !len)
 		return -EINVAL;
-	if (device != GAIA_CPU)
-		return -ENODEV; /* no device replicas in this process */
+	if (device != GAIA_CPU && (device < 0 || !gpu_device_acquire))
+		return -ENODEV; /* not a device, or a shim built without CUDA */
 	return mapping_overlaps(addr, len) ? 0 : -ENOENT;
 }
 
@@ -34,6 +34,8 @@ GAIA_EXPORT int gaia_macquire(void *addr, size_t len, int device)
 		gaia_in_shim++;
 		rc = mapping_acquire_range(addr, len);
 		gaia_in_shim--;
+		if (!rc && device != GAIA_CPU)
+			rc = gpu_device_acquire(device, addr, len);
 	}
 	return to_libc(rc);
 }
@@ -43,8 +45,10 @@ GAIA_EXPORT int gaia_mrelease(void *addr, size_t len, int device)
 	int rc = check_range(addr, len, device);
 	if (!rc) {
 		gaia_in_shim++;
-		rc = mapping_release_range(addr, len);
+		rc = device == GAIA_CPU ? mapping_release_range(addr, len) : 0;
 		gaia_in_shim--;
+		if (!rc && device != GAIA_CPU)
+			rc = gpu_device_release(device);
 	}
 	return to_libc(rc);
 }

@@ -503,6 +503,33 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
 
+int gpu_device_acquire(int dev, const void *addr, size_t len)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES || cuda_current_device() != dev)
+		return -ENODEV;
+	gaia_in_shim++;
+	pthread_mutex_lock(&launch_window);
+	int rc = gpu_mappings_acquire_range(dev, addr, len);
+	pthread_mutex_unlock(&launch_window);
+	gaia_in_shim--;
+	return rc < 0 ? rc : 0;
+}
+
+int gpu_device_release(int dev)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES || cuda_current_device() != dev)
+		return -ENODEV;
+	gaia_in_shim++;
+	pthread_mutex_lock(&launch_window);
+	wait_launched_work(dev);
+	int rc = gpu_mappings_sync(dev, false);
+	launched[dev].n = 0;
+	launched[dev].unknown = false;
+	pthread_mutex_unlock(&launch_window);
+	gaia_in_shim--;
+	return rc;
+}
+
 void gpu_before_driver_init(void)
 {
 	gpu_kernels_register();

@@ -341,6 +341,32 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	return failed ? failed : (int)nout;
 }
 
+int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
+{
+	size_t n = 0, cap = 16;
+	uint64_t *values = malloc(cap * sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	pthread_mutex_lock(&mapping_lock);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (m->start >= hi || m->start + m->len <= lo)
+			continue;
+		if (n == cap) {
+			uint64_t *more = realloc(values, 2 * cap * sizeof(*values));
+			if (!more)
+				break;
+			values = more;
+			cap *= 2;
+		}
+		values[n++] = m->start > lo ? m->start : lo; /* a point inside m */
+	}
+	pthread_mutex_unlock(&mapping_lock);
+	int rc = n ? gpu_mappings_launch(dev, values, n, false, NULL, 0) : -ENOENT;
+	free(values);
+	return rc;
+}
+
 /* --- sync --- */
 
 /* The device's release at a sync: 0, or -errno when some of its changes

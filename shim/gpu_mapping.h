@@ -20,6 +20,9 @@ struct gpu_translation {
  * into. Fills out[] with the managed-backed ones; returns their number,
  * or -errno when a region could not be uploaded (the launch must not
  * run). */
+/* gaia_macquire for device dev: gpu_mappings_launch for the managed
+ * mappings overlapping [addr, addr+len) (and those dev holds). */
+GAIA_HIDDEN int gpu_mappings_acquire_range(int dev, const void *addr, size_t len);
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity);
 /* A host sync on device dev returned: dev releases every region it

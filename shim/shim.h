@@ -269,5 +269,13 @@ GAIA_HIDDEN bool gpu_peer_possible(void) __attribute__((weak));
 GAIA_HIDDEN size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
 				 size_t *kernel_bytes) __attribute__((weak));
 GAIA_HIDDEN void mapping_after_discard(void *addr, size_t len);
+/* gaia_macquire/gaia_mrelease for a device (gpu.c; weak: absent without
+ * CUDA): dev must be the calling thread's current device (-ENODEV). The
+ * acquire makes dev's replicas of the managed mappings overlapping
+ * [addr, addr+len) current, creating them as a launch would; the release
+ * waits for the kernels launched on dev and releases every mapping dev
+ * holds (its writes are found only by a diff). 0 or -errno. */
+GAIA_HIDDEN int gpu_device_acquire(int dev, const void *addr, size_t len) __attribute__((weak));
+GAIA_HIDDEN int gpu_device_release(int dev) __attribute__((weak));
 
 #endif

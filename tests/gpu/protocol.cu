@@ -587,6 +587,59 @@ static void case_map_fixed_over_replica(void)
 	CUDA_OK(cudaDeviceSynchronize());
 }
 
+/* gaia_macquire/gaia_mrelease for a device (include/gaia.h), looked up
+ * with dlsym as a program that also runs without the shim would: the
+ * acquire uploads the CPU's bytes, so the launch after it uploads nothing;
+ * the release brings a kernel's writes to the CPU with no CUDA sync in
+ * the program; a device that is not the current one is refused. */
+static void case_explicit_device_calls(void)
+{
+	typedef int (*call_fn)(void *, size_t, int);
+	call_fn acquire = (call_fn)dlsym(RTLD_DEFAULT, "gaia_macquire");
+	call_fn release = (call_fn)dlsym(RTLD_DEFAULT, "gaia_mrelease");
+	CHECK(acquire && release, "gaia_macquire/gaia_mrelease not found: not under the shim");
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	CUDA_OK(cudaSetDevice(0));
+	CUDA_OK(cudaFree(0));
+	memset(m, 5, bytes);
+	uint64_t before = htod_bytes();
+	CHECK(acquire(m, bytes, 0) == 0, "gaia_macquire(device 0): %s", strerror(errno));
+	uint64_t acquired = htod_bytes() - before;
+	CHECK(acquired >= bytes, "gaia_macquire uploaded %llu bytes of %zu", (unsigned long long)acquired,
+	      bytes);
+	unsigned char *out;
+	CUDA_OK(cudaMalloc((void **)&out, bytes));
+	before = htod_bytes();
+	SIMGPU_LAUNCH(copy_bytes, 8, 128, 0, 0)(m, out, (unsigned long long)bytes);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(htod_bytes() - before < PAGE, "the launch after gaia_macquire uploaded %llu bytes",
+	      (unsigned long long)(htod_bytes() - before));
+	static unsigned char seen[8 * PAGE];
+	CUDA_OK(cudaMemcpy(seen, out, bytes, cudaMemcpyDeviceToHost));
+	CHECK(seen[0] == 5 && seen[bytes - 1] == 5, "the kernel saw %d..%d, not 5", seen[0],
+	      seen[bytes - 1]);
+
+	/* A kernel writes; the program releases the device instead of syncing. */
+	launch_write(m, PAGE, 3 * PAGE, 1, 0, 9);
+	CHECK(release(m, bytes, 0) == 0, "gaia_mrelease(device 0): %s", strerror(errno));
+	for (size_t i = 0; i < bytes; i += 97)
+		CHECK(m[i] == (i >= PAGE && i < 3 * PAGE ? 9 : 5), "byte %zu after gaia_mrelease: %d", i,
+		      m[i]);
+	unsigned char b = 0;
+	CHECK(pread(fd, &b, 1, 2 * PAGE) == 1 && b == 9, "pread after gaia_mrelease: %d", b);
+
+	errno = 0;
+	int rc = acquire(m, bytes, 7);
+	CHECK(rc == -1 && errno == ENODEV, "gaia_macquire(device 7): %d, errno %d", rc, errno);
+	errno = 0;
+	rc = release(m, bytes, 7);
+	CHECK(rc == -1 && errno == ENODEV, "gaia_mrelease(device 7): %d, errno %d", rc, errno);
+	CUDA_OK(cudaFree(out));
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2, "usage: protocol CASE");
@@ -622,6 +675,8 @@ int main(int argc, char **argv)
 		case_map_fixed_over_replica();
 	else if (!strcmp(c, "truncated_while_mapped"))
 		case_truncated_while_mapped();
+	else if (!strcmp(c, "explicit_device_calls"))
+		case_explicit_device_calls();
 	else if (!strcmp(c, "two_devices_01"))
 		case_two_devices(0);
 	else if (!strcmp(c, "two_devices_10"))
