@@ -136,6 +136,12 @@ int lrc_device_acquire(struct lrc_region *r, int d, uint64_t first, uint64_t n,
  * page still mapped. */
 int lrc_launch(struct lrc_region *r, int d, struct lrc_plan *plan);
 
+/* Whether lrc_launch(r, d) now would emit an UPLOAD or REBASE (device d's
+ * bytes would change): a page it does not hold, one stale there, or one
+ * the CPU wrote since its release. Changes nothing: the caller decides,
+ * without its lock, to wait for kernels still reading d's copy. */
+bool lrc_launch_moves(const struct lrc_region *r, int d);
+
 /* First half of a host sync on device d: the pages to diff (DIFF), i.e.
  * every page d holds in an open epoch of a writable region. The caller
  * reports the pages that differ with lrc_device_wrote(), then calls

@@ -284,6 +284,26 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
+	/* Kernels launched earlier may still read device bytes this launch
+	 * would change: then the launch waits for them first, without the
+	 * mapping lock (munmap, msync and writes to managed files go on
+	 * meanwhile), and looks again. The caller holds the launch window, so
+	 * no kernel starts on any device in between. */
+	if (device_busy[dev]) {
+		bool moves = false;
+		for (struct gaia_mapping *m = mappings; m; m = m->next) {
+			if (!m->replicas[dev])
+				continue; /* a new replica: no kernel reads it yet */
+			mapping_collect_locked(m);
+			moves |= lrc_launch_moves(&m->engine, dev);
+		}
+		if (moves) {
+			pthread_mutex_unlock(&mapping_lock);
+			cuda_synchronize();
+			pthread_mutex_lock(&mapping_lock);
+			device_busy[dev] = false;
+		}
+	}
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (!m->replicas[dev] && !(all || points_into(m, values, nvalues)))
 			continue;

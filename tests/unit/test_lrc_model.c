@@ -345,7 +345,19 @@ static void op_launch(struct run *r, int d)
 			h->external[p] = false;
 		}
 	}
+	/* The shim asks, before planning, whether the launch changes the
+	 * device's bytes (then it waits for kernels still running there): the
+	 * answer must be the plan's. */
+	size_t before = h->plan.count;
+	bool predicted = lrc_launch_moves(&h->region, d);
 	assert_int_equal(lrc_launch(&h->region, d, &h->plan), 0);
+	bool moves = false;
+	for (size_t i = before; i < h->plan.count; i++)
+		moves |= (h->plan.items[i].kind == LRC_UPLOAD || h->plan.items[i].kind == LRC_REBASE) &&
+			 h->plan.items[i].dev == d;
+	if (moves != predicted)
+		fail_msg("seed %llu op %ld: lrc_launch_moves said %d, the launch's plan %s device bytes",
+			 (unsigned long long)r->seed, r->op, predicted, moves ? "changes" : "does not change");
 	run_plan(h);
 	model_join(r->m, d + 1, 0);
 	if ((h->flags & LRC_WRITABLE) && h->epoch_age[d] < 0)
