@@ -17,8 +17,12 @@
  * the move; a move stores its range then loads the slots, so one of the
  * two always sees the other. Every call announces itself, before the
  * first move too: a call that skipped its slot while no move had happened
- * yet would be invisible to the first one. Moves come one at a time
- * (gpu_vmm.c serializes them).
+ * yet would be invisible to the first one. The one exception is a process
+ * with no managed mapping at all: only managed mappings move, a mapping is
+ * managed before mmap returns its address, and a call's buffer exists
+ * before the call, so a call that began with none managed has no buffer in
+ * one (unless the program unmaps its own buffer under the call). Moves come
+ * one at a time (gpu_vmm.c serializes them).
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -61,7 +65,7 @@ static void futex_wake_all(int *word)
 
 int io_gate_enter(const void *buf, size_t len)
 {
-	if (!len || mover)
+	if (!len || mover || !fd_ident_any_managed())
 		return -1;
 	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
 	int slot = -1;
