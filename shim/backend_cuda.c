@@ -112,20 +112,53 @@ const char *cuda_error_name(CUresult rc)
 	return "CUDA error";
 }
 
+/* The one table between the driver's results and the errnos the shim
+ * passes around, both ways: a failure keeps its cause to the program
+ * (a replica that cannot be made for want of memory is OUT_OF_MEMORY, one
+ * the driver cannot make is NOT_SUPPORTED, ...). Anything else is EIO one
+ * way and CUDA_ERROR_UNKNOWN the other. */
+static const struct {
+	CUresult cu;
+	int err;
+	cudaError_t rt; /* the runtime's name for it */
+} error_table[] = {
+	{CUDA_ERROR_OUT_OF_MEMORY, ENOMEM, cudaErrorMemoryAllocation},
+	{CUDA_ERROR_NOT_SUPPORTED, ENOTSUP, cudaErrorNotSupported},
+	{CUDA_ERROR_INVALID_VALUE, EINVAL, cudaErrorInvalidValue},
+	{CUDA_ERROR_NO_DEVICE, ENODEV, cudaErrorNoDevice},
+	{CUDA_ERROR_NOT_READY, EAGAIN, cudaErrorNotReady},
+	{CUDA_ERROR_ALREADY_MAPPED, EEXIST, cudaErrorAlreadyMapped},
+	{CUDA_ERROR_NOT_PERMITTED, EPERM, cudaErrorNotPermitted},
+};
+
 static int cu_errno(CUresult rc)
 {
-	switch (rc) {
-	case CUDA_SUCCESS:
+	if (rc == CUDA_SUCCESS)
 		return 0;
-	case CUDA_ERROR_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CUDA_ERROR_NOT_SUPPORTED:
-		return -ENOTSUP;
-	case CUDA_ERROR_INVALID_VALUE:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
+	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
+		if (error_table[i].cu == rc)
+			return -error_table[i].err;
+	return -EIO;
+}
+
+CUresult cuda_result_of(int rc)
+{
+	if (rc == 0)
+		return CUDA_SUCCESS;
+	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
+		if (error_table[i].err == -rc)
+			return error_table[i].cu;
+	return CUDA_ERROR_UNKNOWN;
+}
+
+cudaError_t cuda_runtime_error_of(CUresult rc)
+{
+	if (rc == CUDA_SUCCESS)
+		return cudaSuccess;
+	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
+		if (error_table[i].cu == rc)
+			return error_table[i].rt;
+	return cudaErrorUnknown;
 }
 
 /* Logs a failed driver call once per call site and maps it to -errno. */

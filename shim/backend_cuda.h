@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <driver_types.h>
+
 #include "device.h"
 #include "gpu.h"
 
@@ -48,6 +50,12 @@ GAIA_HIDDEN int cuda_replica_synchronize(const struct cuda_replica *r);
 GAIA_HIDDEN int cuda_shim_settle(void);
 /* The VMM allocation granularity of a device (0: no VMM). */
 GAIA_HIDDEN size_t cuda_vmm_granularity(int device);
+
+/* The driver result for a -errno of the shim (0: CUDA_SUCCESS), from the
+ * same table that maps driver results to errnos. */
+GAIA_HIDDEN CUresult cuda_result_of(int rc);
+/* The runtime's error for a driver result the shim returns, same table. */
+GAIA_HIDDEN cudaError_t cuda_runtime_error_of(CUresult rc);
 
 /* A replica of [addr, addr+len) on `device` in the current context. For
  * vmm, [span_start, span_start+span_len) (granularity-aligned, covering

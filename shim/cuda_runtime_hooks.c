@@ -4,6 +4,7 @@
  * the runtime's errors. */
 #define _GNU_SOURCE
 #include "cuda_hooks.h"
+#include "backend_cuda.h"
 
 #include <string.h>
 
@@ -38,9 +39,8 @@ static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, c
 		 * call that sets one: an empty grid makes it record
 		 * cudaErrorInvalidConfiguration, and launches nothing. */
 		dim3 none = {0, 0, 0};
-		e = real(func, none, block, l.fwd_params, smem, stream);
-		if (e == cudaSuccess)
-			e = cudaErrorUnknown;
+		(void)real(func, none, block, l.fwd_params, smem, stream);
+		e = cuda_runtime_error_of(l.error); /* the call itself returns the cause */
 	} else {
 		e = real(func, grid, block, l.fwd_params, smem, stream);
 	}
@@ -71,9 +71,11 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 g
 			return (call);                                       \
 		gpu_hook_depth++;                                            \
 		e_ = (call);                                                 \
-		if (is_sync && gpu_after_sync((kind), runtime_rc(e_)) &&     \
-		    e_ == cudaSuccess)                                       \
-			e_ = cudaErrorUnknown;                               \
+		if (is_sync && e_ == cudaSuccess)                            \
+			e_ = cuda_runtime_error_of(                          \
+				gpu_after_sync((kind), runtime_rc(e_)));     \
+		else if (is_sync)                                            \
+			(void)gpu_after_sync((kind), runtime_rc(e_));        \
 		gpu_hook_depth--;                                            \
 		return e_;                                                   \
 	} while (0)

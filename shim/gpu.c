@@ -324,7 +324,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	struct gpu_translation tr[MAX_TRANSLATIONS];
 	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS);
 	if (ntr < 0) {
-		L->error = ntr == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+		L->error = cuda_result_of(ntr);
 		ntr = 0;
 	}
 	/* The base copies are queued on the shim's own stream: the kernel
@@ -500,7 +500,7 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	}
 	pthread_mutex_unlock(&launch_window);
 	gaia_in_shim--;
-	return failed == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : failed ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+	return cuda_result_of(failed);
 }
 
 int gpu_device_acquire(int dev, const void *addr, size_t len)

@@ -114,15 +114,16 @@ static const char *vmm_failure_reason(int rc)
 	}
 }
 
-static bool ensure_replica(struct gaia_mapping *m, int dev)
+/* 0, or -errno: why dev can have no replica of m (kept: not tried again). */
+static int ensure_replica(struct gaia_mapping *m, int dev)
 {
 	if (m->replicas[dev])
-		return true;
+		return 0;
 	if (m->replica_failed[dev])
-		return false;
+		return m->replica_failed[dev];
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
-		return false;
+		return -ENOMEM;
 	int backing = backing_for(dev);
 	int rc = -ENOTSUP;
 	if (backing == GAIA_BACKING_VMM) {
@@ -139,9 +140,9 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 	if (rc) {
 		gaia_warn("%s: no replica on device %d (%s); launches there that pass pointers "
 			  "into it are refused", m->path, dev, strerror(-rc));
-		m->replica_failed[dev] = true;
+		m->replica_failed[dev] = rc;
 		free(r);
-		return false;
+		return rc;
 	}
 	open_store_view(m);
 	stats_add(GAIA_STAT_device_replicas, 1);
@@ -153,7 +154,7 @@ static bool ensure_replica(struct gaia_mapping *m, int dev)
 	gaia_info("%s: replica on device %d, %s, %zu KiB", m->path, dev,
 		  r->backing == GAIA_BACKING_VMM ? "at its own address" : "in managed memory",
 		  m->len / 1024);
-	return true;
+	return 0;
 }
 
 static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot);
@@ -236,7 +237,7 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 		free(m->replicas[d]);
 		m->replicas[d] = NULL;
 		m->exec.replica[d] = NULL;
-		m->replica_failed[d] = true;
+		m->replica_failed[d] = -ENODEV; /* the parent's device, not this process's */
 		device_exec_forget(&m->exec, d);
 	}
 }
@@ -311,11 +312,13 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		 * other processes published: the device must see both. */
 		mapping_collect_locked(m);
 		mapping_acquire_locked(m);
-		if (!ensure_replica(m, dev)) {
+		int made = ensure_replica(m, dev);
+		if (made) {
 			/* Its pointers would reach no device memory (a fault, and
-			 * a sticky error on real hardware): the launch is refused. */
+			 * a sticky error on real hardware): the launch is refused,
+			 * with the cause. */
 			if (points_into(m, values, nvalues) && !failed)
-				failed = -ENOMEM;
+				failed = made;
 			continue;
 		}
 		struct cuda_replica *r = m->replicas[dev];

@@ -35,7 +35,7 @@ struct gaia_mapping {
 	 * without touching the program's write-protected mapping. */
 	struct device_exec exec;
 	void *replicas[TSVT_MAX_DEVICES];
-	bool replica_failed[TSVT_MAX_DEVICES];
+	int replica_failed[TSVT_MAX_DEVICES]; /* -errno of the failed creation, or 0 */
 	uint8_t *store_view;
 	/* PROT_NONE reservation after the mapping up to the next 2 MiB
 	 * boundary (admission.c's placement), where a vmm replica's span
