@@ -293,45 +293,6 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
 	}
 }
 
-/* LRC_MERGE_TO_CPU with no protect record, from the device's page and
- * its byte mask: each changed byte stored, no other byte touched. Whole
- * words at once where all or none of their bytes changed. */
-static uint64_t merge_masked(uint8_t *cpu, const uint8_t *dev, const uint8_t *mask)
-{
-	uint64_t stored = 0;
-	for (unsigned w = 0; w < PG / 8; w++) {
-		/* Eight words at a time where their mask bytes agree. */
-		if (w % 8 == 0) {
-			uint64_t m8;
-			memcpy(&m8, mask + w, 8);
-			if (m8 == 0) {
-				w += 7;
-				continue;
-			}
-			if (m8 == UINT64_MAX) {
-				memcpy(cpu + 8 * w, dev + 8 * w, 64);
-				stored += 64;
-				w += 7;
-				continue;
-			}
-		}
-		uint8_t m = mask[w];
-		if (!m)
-			continue;
-		if (m == 0xff) {
-			memcpy(cpu + 8 * w, dev + 8 * w, 8);
-			stored += 8;
-			continue;
-		}
-		for (unsigned k = 0; k < 8; k++) {
-			if (m >> k & 1) {
-				cpu[8 * w + k] = dev[8 * w + k];
-				stored++;
-			}
-		}
-	}
-	return stored;
-}
 
 /* The merges of a sync, gathered: every page of the consecutive
  * MERGE_TO_CPU actions [from, to) of one device (and one `other`) comes down in batches of
@@ -389,7 +350,7 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 			const struct lrc_protect *prot = protect_get(&x->prot[d], p);
 			uint64_t bytes;
 			if (!prot) {
-				bytes = merge_masked(x->cpu_store + p * PG, dp, m);
+				bytes = merge_page_masked(x->cpu_store + p * PG, dp, m);
 			} else {
 				uint8_t *bp = base + i * PG;
 				for (unsigned k = 0; k < PG; k++)

@@ -366,3 +366,40 @@ int merge_page_differs(const uint8_t *a, const uint8_t *b)
 {
 	return memcmp(a, b, MERGE_PAGE_BYTES) != 0;
 }
+
+size_t merge_page_masked(uint8_t *dst, const uint8_t *src, const uint8_t *mask)
+{
+	size_t stored = 0;
+	for (unsigned w = 0; w < MERGE_PAGE_BYTES / 8; w++) {
+		/* Eight words at a time where their mask bytes agree. */
+		if (w % 8 == 0) {
+			uint64_t m8;
+			memcpy(&m8, mask + w, 8);
+			if (m8 == 0) {
+				w += 7;
+				continue;
+			}
+			if (m8 == UINT64_MAX) {
+				memcpy(dst + 8 * w, src + 8 * w, 64);
+				stored += 64;
+				w += 7;
+				continue;
+			}
+		}
+		uint8_t m = mask[w];
+		if (!m)
+			continue;
+		if (m == 0xff) {
+			memcpy(dst + 8 * w, src + 8 * w, 8);
+			stored += 8;
+			continue;
+		}
+		for (unsigned k = 0; k < 8; k++) {
+			if (m >> k & 1) {
+				dst[8 * w + k] = src[8 * w + k];
+				stored++;
+			}
+		}
+	}
+	return stored;
+}

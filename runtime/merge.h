@@ -46,6 +46,12 @@ const char *merge_isa_name(enum merge_isa isa);
  * the device (the count of i with src[i] != base[i]). */
 size_t merge_page_into(uint8_t *dst, const uint8_t *base, const uint8_t *src);
 
+/* The same from the source page and a byte mask instead of a base (bit k
+ * of mask[w] set: byte 8w+k changed, as a device's diff reports them):
+ * each changed byte stored into dst, no other byte touched (whole words at
+ * once where all or none of their bytes changed). Returns the bytes stored. */
+size_t merge_page_masked(uint8_t *dst, const uint8_t *src, const uint8_t *mask);
+
 /* General form: out[i] = hi[i] != base[i] ? hi[i] : lo[i], where `hi` is
  * the replica with the higher owner id. Returns the number of conflicting
  * bytes: both changed (lo[i] != base[i] && hi[i] != base[i]) to different

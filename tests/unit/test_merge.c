@@ -717,6 +717,37 @@ static void test_differs_finds_any_single_byte(void **state)
 	assert_true(merge_page_differs(buf_base, buf_lo + 1));
 }
 
+/* merge_page_masked stores exactly the masked bytes, whatever the mask's
+ * shape: empty, full, whole words, single bits, random. */
+static void test_masked_stores_exactly_the_masked_bytes(void **state)
+{
+	(void)state;
+	static uint8_t dst[PAGE], want[PAGE], src[PAGE], mask[PAGE / 8];
+	for (int round = 0; round < 400; round++) {
+		for (unsigned i = 0; i < PAGE; i++) {
+			dst[i] = (uint8_t)rng_next();
+			src[i] = (uint8_t)rng_next();
+		}
+		for (unsigned w = 0; w < PAGE / 8; w++) {
+			unsigned shape = round % 4 == 3 ? rng_below(4) : (unsigned)round % 4;
+			mask[w] = shape == 0 ? 0 : shape == 1 ? 0xff : shape == 2 ? (uint8_t)(1u << rng_below(8))
+										 : (uint8_t)rng_next();
+			if (round % 8 == 5 && w / 8 % 2)
+				mask[w] = 0xff; /* runs of eight full words */
+		}
+		memcpy(want, dst, PAGE);
+		size_t want_n = 0;
+		for (unsigned i = 0; i < PAGE; i++) {
+			if (mask[i / 8] >> (i % 8) & 1) {
+				want[i] = src[i];
+				want_n++;
+			}
+		}
+		assert_int_equal(merge_page_masked(dst, src, mask), want_n);
+		assert_memory_equal(dst, want, PAGE);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_pages3_out_may_alias_lo_or_hi),
 		cmocka_unit_test(test_pages3_empty_batch_stores_nothing),
 		cmocka_unit_test(test_differs_finds_any_single_byte),
+		cmocka_unit_test(test_masked_stores_exactly_the_masked_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, remember_isa, restore_isa);
