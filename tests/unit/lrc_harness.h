@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "lrc.h"
 #include "lrc_page.h"
 
@@ -36,7 +37,18 @@ struct harness {
 	int epoch_age[NDEV];  /* ops since the launch that opened the epoch; -1 closed */
 	struct lrc_plan plan;
 	uint64_t stats_merged_bytes, stats_uploaded_pages;
+	/* HARNESS_EXEC_*: plans carried out by the shim's executor
+	 * (device_exec_run) on devices whose memory is dev[] and base[], its
+	 * own protect records, and (GATHER) diffs brought down as masks. */
+	int exec_mode;
+	struct device_exec x;
+	struct harness_dev {
+		struct harness *h;
+		int d;
+	} xdev[NDEV];
 };
+
+enum { HARNESS_BYTES = 0, HARNESS_EXEC = 1, HARNESS_EXEC_GATHER = 2 };
 
 static inline struct lrc_protect *prot_get(struct harness *h, int d, uint64_t p)
 {
@@ -53,9 +65,79 @@ static inline void prot_drop(struct harness *h, int d, uint64_t p)
 	h->prot[d][p] = NULL;
 }
 
+/* The executor's device operations on the harness's buffers. */
+static int hx_upload(void *rep, unsigned to, uint64_t first, uint64_t n, const void *src)
+{
+	struct harness_dev *v = rep;
+	if (to & DEVICE_REPLICA)
+		memcpy(v->h->dev[v->d] + first * PG, src, n * PG);
+	if (to & DEVICE_BASE)
+		memcpy(v->h->base[v->d] + first * PG, src, n * PG);
+	if (to & DEVICE_REPLICA)
+		v->h->stats_uploaded_pages += n;
+	return 0;
+}
+
+static int hx_download(void *rep, unsigned from, uint64_t first, uint64_t n, void *dst)
+{
+	struct harness_dev *v = rep;
+	memcpy(dst, (from == DEVICE_BASE ? v->h->base[v->d] : v->h->dev[v->d]) + first * PG, n * PG);
+	return 0;
+}
+
+static int hx_commit(void *rep, uint64_t first, uint64_t n)
+{
+	struct harness_dev *v = rep;
+	memcpy(v->h->base[v->d] + first * PG, v->h->dev[v->d] + first * PG, n * PG);
+	return 0;
+}
+
+static int hx_diff(void *rep, uint64_t first, uint64_t n, void (*changed)(uint64_t, uint64_t, void *),
+		   void *arg)
+{
+	struct harness_dev *v = rep;
+	for (uint64_t p = first; p < first + n; p++)
+		if (merge_page_differs(v->h->dev[v->d] + p * PG, v->h->base[v->d] + p * PG))
+			changed(p, 1, arg);
+	return 0;
+}
+
+static int hx_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void *dev_out,
+			    uint8_t *mask_out)
+{
+	struct harness_dev *v = rep;
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *d = v->h->dev[v->d] + pages[i] * PG, *b = v->h->base[v->d] + pages[i] * PG;
+		memcpy((uint8_t *)dev_out + i * PG, d, PG);
+		uint8_t *m = mask_out + i * (PG / 8);
+		memset(m, 0, PG / 8);
+		for (unsigned k = 0; k < PG; k++)
+			if (d[k] != b[k])
+				m[k / 8] |= (uint8_t)(1u << (k % 8));
+	}
+	return 0;
+}
+
+static const struct device_ops harness_exec_ops = {hx_upload, hx_download, hx_commit, hx_diff, NULL};
+static const struct device_ops harness_exec_gather_ops = {hx_upload, hx_download, hx_commit, hx_diff,
+							  hx_fetch_changes};
+
+static void hx_publish(void *arg, uint64_t first, uint64_t n)
+{
+	struct harness *h = arg;
+	for (uint64_t p = first; p < first + n; p++)
+		h->published[p]++;
+}
+
 /* Moves the bytes exactly as the plan says. */
 static inline void run_plan(struct harness *h)
 {
+	if (h->exec_mode != HARNESS_BYTES) {
+		uint64_t merged = h->x.merged_bytes;
+		assert_int_equal(device_exec_run(&h->x, &h->region, &h->plan), 0);
+		h->stats_merged_bytes += h->x.merged_bytes - merged;
+		return;
+	}
 	for (size_t i = 0; i < h->plan.count; i++) {
 		const struct lrc_action *a = &h->plan.items[i];
 		int d = a->dev;
@@ -123,6 +205,20 @@ static inline void harness_open(struct harness *h)
 		memset(h->base[d], 0x5a, sizeof(h->base[d]));
 		h->epoch_age[d] = -1;
 	}
+	if (h->exec_mode != HARNESS_BYTES) {
+		memset(&h->x, 0, sizeof(h->x));
+		h->x.ops = h->exec_mode == HARNESS_EXEC_GATHER ? &harness_exec_gather_ops : &harness_exec_ops;
+		h->x.cpu = h->file;
+		h->x.cpu_store = h->file;
+		h->x.writable = (h->flags & LRC_WRITABLE) != 0;
+		h->x.valid_pages = h->npages;
+		h->x.publish = hx_publish;
+		h->x.arg = h;
+		for (int d = 0; d < NDEV; d++) {
+			h->xdev[d] = (struct harness_dev){h, d};
+			h->x.replica[d] = &h->xdev[d];
+		}
+	}
 }
 
 static inline void harness_close(struct harness *h)
@@ -130,6 +226,8 @@ static inline void harness_close(struct harness *h)
 	for (int d = 0; d < NDEV; d++)
 		for (int p = 0; p < MAX_PAGES; p++)
 			prot_drop(h, d, (uint64_t)p);
+	if (h->exec_mode != HARNESS_BYTES)
+		device_exec_destroy(&h->x);
 	lrc_region_destroy(&h->region);
 	h->region_live = false;
 }

@@ -461,6 +461,9 @@ static void run_one(uint64_t seed, long ops, bool verbose, uint64_t *ops_done)
 	struct harness *h = r.h;
 	h->npages = 1 + below(&r, MAX_PAGES);
 	h->flags = LRC_SHARED | (below(&r, 8) ? LRC_WRITABLE : 0);
+	/* Plans carried out on bytes by the harness, or by the shim's own
+	 * executor (device_exec: batching, masked merges, gathers, commits). */
+	h->exec_mode = (int)(seed % 3);
 	for (uint32_t b = 0; b < MAX_BYTES; b++) {
 		r.m->initial[b] = h->file[b] = 0;
 		r.counter[b] = (uint8_t)below(&r, 255);
