@@ -128,15 +128,22 @@ int sharedtab_format(void *mem, size_t size, uint64_t dev, uint64_t ino, uint64_
 	return 0;
 }
 
-int sharedtab_identity(const void *mem, size_t size, uint64_t *dev, uint64_t *ino)
+/* Whether an aligned block of size bytes starts with a formatted header
+ * (read with acquire: the fields format stored before the magic are seen). */
+static bool has_magic(const void *mem, size_t size)
 {
-	if (!mem || !aligned(mem) || size < SHAREDTAB_HEADER_BYTES)
-		return -EBADMSG;
-	const struct sharedtab_header *h = HDR(mem);
+	if (size < SHAREDTAB_HEADER_BYTES)
+		return false;
 	uint64_t magic;
 	memcpy(&magic, SHAREDTAB_MAGIC, sizeof(magic));
-	if (__atomic_load_n((const uint64_t *)h->magic, __ATOMIC_ACQUIRE) != magic)
+	return __atomic_load_n((const uint64_t *)HDR(mem)->magic, __ATOMIC_ACQUIRE) == magic;
+}
+
+int sharedtab_identity(const void *mem, size_t size, uint64_t *dev, uint64_t *ino)
+{
+	if (!mem || !aligned(mem) || !has_magic(mem, size))
 		return -EBADMSG;
+	const struct sharedtab_header *h = HDR(mem);
 	*dev = h->dev;
 	*ino = h->ino;
 	return 0;
@@ -149,14 +156,10 @@ int sharedtab_validate(const void *mem, size_t size, uint64_t dev, uint64_t ino,
 {
 	if (!mem || !aligned(mem))
 		return -EINVAL;
-	if (size < SHAREDTAB_HEADER_BYTES)
+	if (!has_magic(mem, size))
 		return -EBADMSG;
 
 	const struct sharedtab_header *h = HDR(mem);
-	uint64_t magic;
-	memcpy(&magic, SHAREDTAB_MAGIC, sizeof(magic));
-	if (__atomic_load_n((const uint64_t *)h->magic, __ATOMIC_ACQUIRE) != magic)
-		return -EBADMSG;
 	if (h->layout_version != SHAREDTAB_LAYOUT_VERSION ||
 	    h->header_bytes != SHAREDTAB_HEADER_BYTES || h->group_pages != SHAREDTAB_GROUP_PAGES)
 		return -EBADMSG;

@@ -95,4 +95,44 @@ static inline void no_core_dumps(void)
 	setrlimit(RLIMIT_CORE, &rl);
 }
 
+/* The worst latency of a call made over and over by one thread. A call
+ * during which the thread was preempted (its involuntary context switches
+ * grew) measures the scheduler of a loaded machine, not the call: those are
+ * counted and kept apart. Use: latency_begin, the call, latency_end. */
+struct latency {
+	double worst_s, worst_at_s; /* worst call not preempted, and when it began */
+	double worst_preempted_s;
+	unsigned long calls, preempted;
+	double t0;
+	long iv0;
+};
+
+static inline long involuntary_switches(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nivcsw;
+}
+
+static inline void latency_begin(struct latency *l)
+{
+	l->iv0 = involuntary_switches();
+	l->t0 = now_s();
+}
+
+static inline void latency_end(struct latency *l)
+{
+	double dt = now_s() - l->t0;
+	long iv1 = involuntary_switches();
+	l->calls++;
+	if (iv1 != l->iv0) {
+		l->preempted++;
+		if (dt > l->worst_preempted_s)
+			l->worst_preempted_s = dt;
+	} else if (dt > l->worst_s) {
+		l->worst_s = dt;
+		l->worst_at_s = l->t0;
+	}
+}
+
 #endif

@@ -38,40 +38,21 @@ SIMGPU_KERNEL(slow_sum);
 static int b_fd;
 static unsigned char *b_map;
 static int stop; /* atomic */
-static double worst_s, worst_preempted_s;
-static unsigned long writes, preempted;
-
-static long involuntary_switches(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_nivcsw;
-}
+static struct latency lat;
 
 static void *writer(void *arg)
 {
 	(void)arg;
 	static unsigned char page[PAGE];
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		unsigned long k = writes % (B_BYTES / PAGE);
-		memset(page, (int)(writes & 0xff), sizeof(page));
-		long iv0 = involuntary_switches();
-		double t0 = now_s();
+		unsigned long n = lat.calls, k = n % (B_BYTES / PAGE);
+		memset(page, (int)(n & 0xff), sizeof(page));
+		latency_begin(&lat);
 		ssize_t r = pwrite(b_fd, page, PAGE, (off_t)(k * PAGE));
-		double dt = now_s() - t0;
-		long iv1 = involuntary_switches();
+		latency_end(&lat);
 		CHECK(r == PAGE, "pwrite of a page into the mapped file B returned %zd (%s)", r,
 		      r < 0 ? strerror(errno) : "short count");
-		CHECK(b_map[k * PAGE + 100] == (unsigned char)(writes & 0xff),
-		      "B's mapping does not show pwrite %lu", writes);
-		writes++;
-		if (iv1 != iv0) {
-			preempted++;
-			if (dt > worst_preempted_s)
-				worst_preempted_s = dt;
-		} else if (dt > worst_s) {
-			worst_s = dt;
-		}
+		CHECK(b_map[k * PAGE + 100] == (unsigned char)(n & 0xff), "B's mapping does not show pwrite %lu", n);
 		usleep(200);
 	}
 	return NULL;
@@ -115,6 +96,8 @@ int main(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	step = "results";
+	unsigned long writes = lat.calls, preempted = lat.preempted;
+	double worst_s = lat.worst_s, worst_preempted_s = lat.worst_preempted_s;
 	printf("kernels took %.2f s; %lu pwrite()s into mapped file B, worst %.3f ms; %lu preempted, "
 	       "worst of those %.3f ms; bound %.1f ms\n",
 	       kernels_s, writes, worst_s * 1e3, preempted, worst_preempted_s * 1e3, max_ms);

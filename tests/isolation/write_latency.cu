@@ -36,43 +36,22 @@ __global__ void slow_bump(unsigned *w, unsigned long long n, long long ns)
 SIMGPU_KERNEL(slow_bump);
 
 static int log_fd;
-static int stop;		/* atomic */
-static double worst_s;		/* worst write() without preemption */
-static double worst_t0_s;	/* when it began */
-static double worst_preempted_s;
-static unsigned long writes, preempted;
-
-static long involuntary_switches(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_nivcsw;
-}
+static int stop; /* atomic */
+static struct latency lat;
 
 static void *logger(void *arg)
 {
 	(void)arg;
 	char line[64];
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		int n = snprintf(line, sizeof(line), "log line %lu", writes);
+		int n = snprintf(line, sizeof(line), "log line %lu", lat.calls);
 		memset(line + n, '.', sizeof(line) - 1 - (size_t)n);
 		line[63] = '\n';
-		long iv0 = involuntary_switches();
-		double t0 = now_s();
+		latency_begin(&lat);
 		ssize_t r = write(log_fd, line, sizeof(line));
-		double dt = now_s() - t0;
-		long iv1 = involuntary_switches();
+		latency_end(&lat);
 		CHECK(r == (ssize_t)sizeof(line), "write of 64 bytes to the log returned %zd (%s)", r,
 		      r < 0 ? strerror(errno) : "short count");
-		writes++;
-		if (iv1 != iv0) {
-			preempted++;
-			if (dt > worst_preempted_s)
-				worst_preempted_s = dt;
-		} else if (dt > worst_s) {
-			worst_s = dt;
-			worst_t0_s = t0;
-		}
 		usleep(200);
 	}
 	return NULL;
@@ -117,7 +96,9 @@ int main(void)
 	usleep(100000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
-	double worst_at_s = worst_t0_s - start_s;
+	double worst_at_s = lat.worst_at_s - start_s;
+	unsigned long writes = lat.calls, preempted = lat.preempted;
+	double worst_s = lat.worst_s, worst_preempted_s = lat.worst_preempted_s;
 	step = "results";
 
 	struct stat st;
