@@ -120,10 +120,10 @@ static uint32_t entry_load(struct fd_entry *e, uint64_t *dev, uint64_t *ino)
 	uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 	if (s & 1)
 		return KIND_UNKNOWN;
-	uint32_t kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
-	*dev = __atomic_load_n(&e->dev, __ATOMIC_RELAXED);
-	*ino = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	/* Acquire loads: the second look at seq cannot come before them. */
+	uint32_t kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
+	*dev = __atomic_load_n(&e->dev, __ATOMIC_ACQUIRE);
+	*ino = __atomic_load_n(&e->ino, __ATOMIC_ACQUIRE);
 	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s ? kind : KIND_UNKNOWN;
 }
 
