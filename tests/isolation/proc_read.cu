@@ -259,11 +259,20 @@ int main(void)
 	probes[1].path = "/proc/self/maps";
 	snprintf(probes[1].marker, sizeof(probes[1].marker), "[stack]");
 	probes[1].static_prefix = NULL;
-	/* One read of a seq_file gives about a page: the first lines map the
-	 * program itself. */
-	ssize_t el = readlink("/proc/self/exe", probes[1].head, sizeof(probes[1].head) - 1);
-	CHECK(el > 0, "readlink /proc/self/exe: %s", strerror(errno));
-	probes[1].head[el] = 0;
+	/* One read of a seq_file gives about a page: its first line is the
+	 * lowest mapping (the program itself, or a sanitizer's shadow memory),
+	 * whose start address a first pread() must show. */
+	{
+		int mfd = open("/proc/self/maps", O_RDONLY);
+		CHECK(mfd >= 0, "open /proc/self/maps: %s", strerror(errno));
+		char first[64] = {0};
+		CHECK(read(mfd, first, sizeof(first) - 1) > 0, "read /proc/self/maps: %s", strerror(errno));
+		close(mfd);
+		char *dash = strchr(first, '-');
+		CHECK(dash != NULL, "/proc/self/maps begins: %s", first);
+		dash[1] = 0;
+		snprintf(probes[1].head, sizeof(probes[1].head), "%s", first);
+	}
 	probes[2].path = "/proc/self/stat";
 	snprintf(probes[2].marker, sizeof(probes[2].marker), "%d (", (int)getpid());
 	probes[2].static_prefix = NULL;
