@@ -43,7 +43,7 @@
 
 #define FILE_BUCKETS 4096
 static uint32_t file_buckets[FILE_BUCKETS];
-static uint32_t files_managed; /* sum of the buckets */
+uint32_t fd_ident_files_managed; /* sum of the buckets */
 
 static unsigned file_bucket(dev_t dev, ino_t ino)
 {
@@ -54,18 +54,13 @@ static unsigned file_bucket(dev_t dev, ino_t ino)
 void fd_ident_file_managed(dev_t dev, ino_t ino)
 {
 	__atomic_add_fetch(&file_buckets[file_bucket(dev, ino)], 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&files_managed, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&fd_ident_files_managed, 1, __ATOMIC_RELEASE);
 }
 
 void fd_ident_file_unmanaged(dev_t dev, ino_t ino)
 {
 	__atomic_sub_fetch(&file_buckets[file_bucket(dev, ino)], 1, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&files_managed, 1, __ATOMIC_RELEASE);
-}
-
-bool fd_ident_any_managed(void)
-{
-	return __atomic_load_n(&files_managed, __ATOMIC_ACQUIRE) != 0;
+	__atomic_sub_fetch(&fd_ident_files_managed, 1, __ATOMIC_RELEASE);
 }
 
 /* --- descriptors --- */

@@ -32,7 +32,7 @@ static bool peer_candidate(int fd, struct stat *st)
 	dev_t dev;
 	ino_t ino;
 	bool append;
-	if (gaia_in_shim || !gpu_peer_possible || !gpu_peer_possible() ||
+	if (!fd_ident_any_managed() || gaia_in_shim || !gpu_peer_possible || !gpu_peer_possible() ||
 	    !fd_ident_managed(fd, &dev, &ino, &append) || !gaia_process_is_ours())
 		return false;
 	int saved = errno;

@@ -86,7 +86,11 @@ GAIA_HIDDEN void gaia_fd_release(int fd);
 GAIA_HIDDEN void fd_ident_file_managed(dev_t dev, ino_t ino);
 GAIA_HIDDEN void fd_ident_file_unmanaged(dev_t dev, ino_t ino);
 /* Some mapping in this process is managed: one load. */
-GAIA_HIDDEN bool fd_ident_any_managed(void);
+GAIA_HIDDEN extern uint32_t fd_ident_files_managed;
+static inline bool fd_ident_any_managed(void)
+{
+	return __atomic_load_n(&fd_ident_files_managed, __ATOMIC_ACQUIRE) != 0;
+}
 /* fd may name a managed file: true with its identity (compare it exactly
  * under the mapping lock; a bucket may be shared) and whether it is open
  * O_APPEND. False: no managed
@@ -236,14 +240,14 @@ GAIA_HIDDEN size_t iov_span(const struct iovec *iov, int iovcnt, const void **st
 GAIA_HIDDEN void move_gate_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void move_gate_end(void);
 #define IO_GATED(buf, len, call)                                   \
-	({                                                         \
+	(!fd_ident_any_managed() ? (call) : ({                     \
 		int gate_ = io_gate_enter((buf), (len));           \
 		__typeof__(call) r_ = (call);                      \
 		int e_ = errno;                                    \
 		io_gate_leave(gate_);                              \
 		errno = e_;                                        \
 		r_;                                                \
-	})
+	}))
 /* What a managed mapping at addr was made from, to take over a remapped
  * range: a descriptor of its own (closed by mapping_origin_free). */
 struct mapping_origin {
