@@ -833,26 +833,24 @@ PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d_mapped)
 PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_mapped)
 
 /* Host registration of a mapping is the shim's (gpu_copy.c). */
-GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+static CUresult host_register(__typeof__(&cuMemHostRegister_v2) real, void *p, size_t bytesize,
+			      unsigned int flags)
 {
-	__typeof__(&cuMemHostRegister_v2) real = REAL_OF(cuMemHostRegister_v2);
-
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (gpu_is_mapped_host(p, bytesize))
 		return gpu_host_register(p, bytesize);
-	return real(p, bytesize, Flags);
+	return real(p, bytesize, flags);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	return host_register(REAL_OF(cuMemHostRegister_v2), p, bytesize, Flags);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
-	__typeof__(&cuMemHostRegister) real = REAL_OF(cuMemHostRegister);
-
-	if (!real)
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (gpu_is_mapped_host(p, bytesize))
-		return gpu_host_register(p, bytesize);
-	return real(p, bytesize, Flags);
+	return host_register(REAL_OF(cuMemHostRegister), p, bytesize, Flags);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
