@@ -290,8 +290,8 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	 * mapping lock (munmap, msync and writes to managed files go on
 	 * meanwhile), and looks again. The caller holds the launch window, so
 	 * no kernel starts on any device in between. */
+	bool moves = false, collected = false;
 	if (device_busy[dev]) {
-		bool moves = false;
 		for (struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!m->replicas[dev])
 				continue; /* a new replica: no kernel reads it yet */
@@ -304,13 +304,17 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 			pthread_mutex_lock(&mapping_lock);
 			device_busy[dev] = false;
 		}
+		/* Without a wait the lock was never dropped: what was just
+		 * collected from mappings with a replica stands. */
+		collected = !moves;
 	}
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (!m->replicas[dev] && !(all || points_into(m, values, nvalues)))
 			continue;
 		/* The CPU's release first (its writes become versions), and what
 		 * other processes published: the device must see both. */
-		mapping_collect_locked(m);
+		if (!(collected && m->replicas[dev]))
+			mapping_collect_locked(m);
 		mapping_acquire_locked(m);
 		int made = ensure_replica(m, dev);
 		if (made) {
