@@ -1,16 +1,24 @@
-/* gaia-envdoc: the README's table of environment knobs, generated from
- * include/gaia_env.h (DESIGN §4).
+/* gaia-envdoc: the documentation of the environment knobs, generated from
+ * include/gaia_env.h (DESIGN §4): the README's table and the man pages'
+ * lists.
  *
  *   gaia-envdoc                    print the markdown table
  *   gaia-envdoc --check README.md  exit 1, showing the difference, unless the
  *                                  section between the knobs markers is exactly
  *                                  the generated table
  *   gaia-envdoc --write README.md  replace that section (nothing else changes)
+ *   gaia-envdoc --man              print the variables as a roff list, for the
+ *                                  ENVIRONMENT section of libgaia(7)
+ *   gaia-envdoc --man-options      print gaiarun's option of each knob as a roff
+ *                                  list, for the OPTIONS of gaiarun(1)
+ *
+ * The build makes both man pages with the last two (man/generate.cmake).
  *
  * Exit status: 0 success; 1 the README's table differs or is missing (--check);
  * 2 usage or I/O error, or no markers to write between (--write).
  */
 #include "gaia_env.h"
+#include "knob_option.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -169,13 +177,98 @@ static int replace_file(const char *path, const char *parts[3], const size_t len
 	return 0;
 }
 
+/* --- man pages ---------------------------------------------------------------- */
+
+/* Writes text as roff input: a backslash is \e, and a line that would begin
+ * with '.' or '\'' (a request, as in "':'-separated") starts with \& so that
+ * it stays text. at_line_start: whether text begins a line. A '-' stays a
+ * hyphen unless minus: in option names it must be \- to be typed as shown.
+ */
+static void put_roff(FILE *out, const char *text, int at_line_start, int minus)
+{
+	for (const char *p = text; *p; p++) {
+		if (at_line_start && (*p == '.' || *p == '\''))
+			fputs("\\&", out);
+		if (*p == '\\')
+			fputs("\\e", out);
+		else if (*p == '-' && minus)
+			fputs("\\-", out);
+		else
+			fputc(*p, out);
+		at_line_start = *p == '\n';
+	}
+}
+
+/* libgaia(7)'s ENVIRONMENT: one tagged paragraph per knob, in table order:
+ *   .TP
+ *   .B GAIA_READAHEAD_KB
+ *   CPU populate-ahead window ..., in KiB.
+ *   .br
+ *   int; default \fB512\fP; accepted 4..1048576.
+ */
+static int print_man_variables(FILE *out)
+{
+	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
+		const struct gaia_env_knob *k = &gaia_env_knobs[i];
+		const char *def = gaia_env_default_text(k);
+
+		fprintf(out, ".TP\n.B %s\n", k->name);
+		put_roff(out, k->doc, 1, 0);
+		fputs(".\n.br\n", out);
+		put_roff(out, k->type_name, 1, 0);
+		fputs("; default ", out);
+		if (*def) {
+			fputs("\\fB", out);
+			put_roff(out, def, 0, 1);
+			fputs("\\fP", out);
+		} else {
+			fputs("empty", out);
+		}
+		fputs("; accepted ", out);
+		put_roff(out, k->accepted, 0, 0);
+		fputs(".\n", out);
+	}
+	return fflush(out) == 0 && !ferror(out) ? 0 : 2;
+}
+
+/* gaiarun(1)'s knob options: one tagged paragraph per knob, the text of
+ * gaiarun --help (tools/knob_option.h):
+ *   .TP
+ *   \fB\-\-readahead\fP=\fISIZE\fP
+ *   sets GAIA_READAHEAD_KB: ...
+ */
+static int print_man_options(FILE *out)
+{
+	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
+		struct knob_option o;
+		char text[1024];
+
+		knob_option_of((enum gaia_env_knob_id)i, &o);
+		knob_option_describe(&o, text, sizeof text);
+		fputs(".TP\n\\fB\\-\\-", out);
+		put_roff(out, o.name, 0, 1);
+		fputs("\\fP", out);
+		if (o.has_arg == required_argument)
+			fprintf(out, "=\\fI%s\\fP", o.arg_name);
+		else if (o.has_arg == optional_argument)
+			fprintf(out, "[=\\fI%s\\fP]", o.arg_name);
+		fputc('\n', out);
+		put_roff(out, text, 1, 0);
+		fputc('\n', out);
+	}
+	return fflush(out) == 0 && !ferror(out) ? 0 : 2;
+}
+
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: gaia-envdoc [--check README.md | --write README.md]\n"
+	fprintf(out, "usage: gaia-envdoc [--check README.md | --write README.md | --man |\n"
+		     "                   --man-options]\n"
 		     "Prints the table of GAIA_* environment knobs from include/gaia_env.h;\n"
 		     "--check exits 1 if the README's section between " GAIA_ENV_README_BEGIN
 		     " and " GAIA_ENV_README_END " differs from it, --write replaces that "
-		     "section.\n");
+		     "section.\n"
+		     "--man prints the knobs as roff for libgaia(7), --man-options gaiarun's\n"
+		     "option of each knob as roff for gaiarun(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -183,13 +276,15 @@ int main(int argc, char **argv)
 	static const struct option options[] = {
 		{ "check", required_argument, NULL, 'c' },
 		{ "write", required_argument, NULL, 'w' },
+		{ "man", no_argument, NULL, 'm' },
+		{ "man-options", no_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *check_path = NULL, *write_path = NULL, *path;
 	char *table, *readme;
 	size_t table_len, readme_len, begin, end;
-	int c, rc = 0;
+	int c, rc = 0, man = 0, man_options = 0;
 
 	while ((c = getopt_long(argc, argv, "c:w:h", options, NULL)) != -1) {
 		switch (c) {
@@ -199,6 +294,12 @@ int main(int argc, char **argv)
 		case 'w':
 			write_path = optarg;
 			break;
+		case 'm':
+			man = 1;
+			break;
+		case 'o':
+			man_options = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -207,10 +308,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || (check_path && write_path)) {
+	if (optind != argc || (!!check_path + !!write_path + man + man_options) > 1) {
 		usage(stderr);
 		return 2;
 	}
+	if (man)
+		return print_man_variables(stdout);
+	if (man_options)
+		return print_man_options(stdout);
 
 	table = generate_table(&table_len);
 	if (!check_path && !write_path) {

@@ -1,19 +1,24 @@
 /* gaiarun: run a program under libgaia.so, with GAIA's knobs given as
  * options instead of GAIA_* variables (DESIGN §4).
  *
- *   gaiarun [OPTIONS] -- PROGRAM [ARGS...]
+ *   gaiarun [OPTIONS] [--] PROGRAM [ARGS...]
  *
- * Each knob option sets one GAIA_* variable and is validated against that
- * knob's descriptor in gaia_env_knobs[] (include/gaia_env.h), so a bad value
- * stops here with a message instead of being replaced by the default in the
- * preloaded library. libgaia.so is put first in LD_PRELOAD (existing entries
- * are kept) and PROGRAM is execvp()ed; --dry-run prints the changes instead.
+ * Every knob of gaia_env_knobs[] (include/gaia_env.h) is an option, named
+ * and read as tools/knob_option.h derives it, and its value is validated
+ * against the knob's descriptor, so a bad value stops here with a message
+ * instead of being replaced by the default in the preloaded library.
+ * libgaia.so is put first in LD_PRELOAD (existing entries are kept) and
+ * PROGRAM is execvp()ed; --dry-run prints the changes instead. The first
+ * word that is not an option (or the word after "--") is PROGRAM: its own
+ * options are never gaiarun's.
  *
- * Exit status: that of PROGRAM; 0 for --help and --dry-run; 2 for a usage
- * error or a bad option value; 126 when PROGRAM cannot be executed
- * (EACCES); 127 when libgaia.so is not found or PROGRAM cannot be run.
+ * Exit status: that of PROGRAM; 0 for --help, --version and --dry-run; 2
+ * for a usage error or a bad option value; 126 when PROGRAM cannot be
+ * executed (EACCES); 127 when libgaia.so is not found or PROGRAM cannot be
+ * run.
  */
 #include "gaia_env.h"
+#include "knob_option.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,73 +30,57 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Given by CMakeLists.txt, from project(VERSION) and the install layout
+ * (cmake/GaiaInstall.cmake). */
+#if !defined(GAIA_VERSION) || !defined(GAIA_SONAME) || !defined(GAIA_LIBDIR_FROM_BINDIR)
+#error "GAIA_VERSION, GAIA_SONAME and GAIA_LIBDIR_FROM_BINDIR come from the build"
+#endif
+
 #define EXIT_USAGE 2
 #define EXIT_CANNOT_EXECUTE 126
 #define EXIT_NOT_FOUND 127
 
-/* How an option's text becomes its variable's value. */
-enum value_kind {
-	VALUE_SIZE_KB, /* SIZE in bytes or K..GiB, converted to KiB, in [min, max] */
-	VALUE_WORD,    /* one of the enum knob's words, any case */
-	VALUE_STRING,  /* verbatim, accepted by the knob's check() */
-	VALUE_FLAG,    /* no argument: the variable is set to `bare` */
+/* getopt_long values: knob options are OPT_KNOB + their knob id. */
+enum { OPT_KNOB = 256, OPT_LIB = 512, OPT_DRY_RUN, OPT_VERSION, OPT_HELP = 'h' };
+
+/* Every knob's option, in table order (main fills it). */
+static struct knob_option knob_options[GAIA_KNOB_COUNT];
+
+static const char *const launcher_usage[] = {
+	"[--lib=PATH]", "[--dry-run]", "[--version]", "[--help]", "[--] PROGRAM [ARGS...]",
 };
-
-/* One option that sets one knob. An option with an optional argument takes
- * `bare` as its value when given without one (--stats = GAIA_STATS=1). */
-struct knob_option {
-	const char *name;
-	int has_arg;
-	enum gaia_env_knob_id knob;
-	enum value_kind kind;
-	const char *arg_name;
-	const char *bare;
-};
-
-static const struct knob_option knob_options[] = {
-	{ "readahead", required_argument, GAIA_KNOB_READAHEAD_KB, VALUE_SIZE_KB, "SIZE", NULL },
-	{ "gpu-readahead", required_argument, GAIA_KNOB_GPU_READAHEAD_KB, VALUE_SIZE_KB, "SIZE",
-	  NULL },
-	{ "stats", optional_argument, GAIA_KNOB_STATS, VALUE_STRING, "PATH", "1" },
-	{ "log", required_argument, GAIA_KNOB_LOG, VALUE_WORD, "LEVEL", NULL },
-	{ "paths", required_argument, GAIA_KNOB_PATHS, VALUE_STRING, "GLOBS", NULL },
-	{ "backing", required_argument, GAIA_KNOB_BACKING, VALUE_WORD, "MODE", NULL },
-	{ "disable", no_argument, GAIA_KNOB_DISABLE, VALUE_FLAG, NULL, "1" },
-};
-#define N_KNOB_OPTIONS (sizeof knob_options / sizeof *knob_options)
-
-/* getopt_long values: knob options are OPT_KNOB + their index. */
-enum { OPT_KNOB = 256, OPT_LIB = 512, OPT_DRY_RUN, OPT_HELP = 'h' };
-
-#define SYNOPSIS                                                                         \
-	"usage: gaiarun [--readahead=SIZE] [--gpu-readahead=SIZE] [--stats[=PATH]]\n"    \
-	"               [--log=LEVEL] [--paths=GLOBS] [--backing=auto|vmm|managed]\n"   \
-	"               [--disable] [--lib=PATH] [--dry-run] [--help]\n"                \
-	"               -- PROGRAM [ARGS...]\n"
-
-/* A KiB count as the shortest exact SIZE: 4 -> "4K", 1048576 -> "1G". */
-static void format_kib(char *buf, size_t size, long long kib)
-{
-	if (kib != 0 && kib % (1024 * 1024) == 0)
-		snprintf(buf, size, "%lldG", kib / (1024 * 1024));
-	else if (kib != 0 && kib % 1024 == 0)
-		snprintf(buf, size, "%lldM", kib / 1024);
-	else
-		snprintf(buf, size, "%lldK", kib);
-}
-
-/* "4K..1G (GAIA_READAHEAD_KB 4..1048576 KiB)": the range in both units. */
-static void format_size_range(char *buf, size_t size, const struct gaia_env_knob *k)
-{
-	char lo[32], hi[32];
-
-	format_kib(lo, sizeof lo, k->min);
-	format_kib(hi, sizeof hi, k->max);
-	snprintf(buf, size, "%s..%s (%s %s KiB)", lo, hi, k->name, k->accepted);
-}
 
 #define HELP_LEFT 23  /* column where an option's description starts */
 #define HELP_WIDTH 79
+#define SYNOPSIS_LEFT 15 /* strlen("usage: gaiarun ") */
+
+/* "usage: gaiarun [--readahead=SIZE] ... [--] PROGRAM [ARGS...]", one item
+ * per knob option then the launcher's, wrapped to HELP_WIDTH columns. */
+static void print_synopsis(FILE *out)
+{
+	char item[96];
+	int col = fprintf(out, "usage: gaiarun");
+	size_t n_launcher = sizeof launcher_usage / sizeof *launcher_usage;
+
+	for (size_t i = 0; i < GAIA_KNOB_COUNT + n_launcher; i++) {
+		const char *text = item;
+		int len;
+
+		if (i < GAIA_KNOB_COUNT) {
+			char usage[sizeof item - 2];
+
+			knob_option_usage(&knob_options[i], usage, sizeof usage);
+			snprintf(item, sizeof item, "[%s]", usage);
+		} else {
+			text = launcher_usage[i - GAIA_KNOB_COUNT];
+		}
+		len = (int)strlen(text);
+		if (col + 1 + len > HELP_WIDTH)
+			col = fprintf(out, "\n%*s", SYNOPSIS_LEFT - 1, "") - 1;
+		col += fprintf(out, " %s", text);
+	}
+	fputc('\n', out);
+}
 
 /* Prints "  LEFT  text" with text wrapped at spaces to HELP_WIDTH columns,
  * continuation lines indented to HELP_LEFT. */
@@ -118,72 +107,42 @@ static void print_wrapped(const char *left, const char *text)
 
 static void print_help(void)
 {
-	char left[64], range[128], text[1024];
+	char left[96], text[1024];
 
-	fputs(SYNOPSIS, stdout);
+	print_synopsis(stdout);
 	fputs("\nRuns PROGRAM with libgaia.so first in LD_PRELOAD and the GAIA_* variables\n"
 	      "the options below set; variables already in the environment are kept unless\n"
-	      "an option sets them.\n\nKnobs:\n",
+	      "an option sets them. The first word that is not an option is PROGRAM\n"
+	      "(looked up in $PATH), and the words after it are its own; \"--\" before\n"
+	      "PROGRAM is accepted, and needed when PROGRAM begins with '-'.\n"
+	      "\nKnobs (one per GAIA_* variable, libgaia(7)):\n",
 	      stdout);
-	for (size_t i = 0; i < N_KNOB_OPTIONS; i++) {
-		const struct knob_option *o = &knob_options[i];
-		const struct gaia_env_knob *k = &gaia_env_knobs[o->knob];
-		int len;
-
-		if (o->has_arg == no_argument)
-			snprintf(left, sizeof left, "--%s", o->name);
-		else if (o->has_arg == optional_argument)
-			snprintf(left, sizeof left, "--%s[=%s]", o->name, o->arg_name);
-		else
-			snprintf(left, sizeof left, "--%s=%s", o->name, o->arg_name);
-		len = snprintf(text, sizeof text, "sets %s: %s.", k->name, k->doc);
-		if (len < 0 || (size_t)len >= sizeof text)
-			len = (int)strlen(text);
-		switch (o->kind) {
-		case VALUE_SIZE_KB:
-			format_size_range(range, sizeof range, k);
-			snprintf(text + len, sizeof text - (size_t)len,
-				 " %s is bytes, or a number with K, KiB, M, MiB, G or GiB; "
-				 "accepted %s.",
-				 o->arg_name, range);
-			break;
-		case VALUE_WORD:
-			snprintf(text + len, sizeof text - (size_t)len, " %s is one of %s.",
-				 o->arg_name, k->accepted);
-			break;
-		case VALUE_STRING:
-			if (o->bare)
-				snprintf(text + len, sizeof text - (size_t)len,
-					 " Without %s: %s=%s. %s: %s.", o->arg_name, k->name,
-					 o->bare, o->arg_name, k->accepted);
-			else
-				snprintf(text + len, sizeof text - (size_t)len, " %s: %s.",
-					 o->arg_name, k->accepted);
-			break;
-		case VALUE_FLAG:
-			snprintf(text + len, sizeof text - (size_t)len, " (%s=%s)", k->name,
-				 o->bare);
-			break;
-		}
+	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
+		knob_option_usage(&knob_options[i], left, sizeof left);
+		knob_option_describe(&knob_options[i], text, sizeof text);
 		print_wrapped(left, text);
 	}
-	fputs("\nLauncher:\n"
-	      "  --lib=PATH           the libgaia.so to preload. Without it: $GAIA_LIB, then\n"
-	      "                       <dir of gaiarun>/../libgaia.so (a build tree), then\n"
-	      "                       <dir of gaiarun>/../lib/libgaia.so (an installed tree).\n"
-	      "                       A --lib or $GAIA_LIB that does not exist is an error.\n"
-	      "  --dry-run            print the variables set (NAME=value, one a line) and the\n"
-	      "                       command, shell-quoted, instead of running it.\n"
-	      "  -h, --help           print this help and exit.\n"
-	      "  --                   ends the options; PROGRAM is looked up in $PATH.\n"
-	      "\nExit status: PROGRAM's; 2 usage error or bad value; 126 PROGRAM not\n"
+	fputs("\nLauncher:\n", stdout);
+	print_wrapped("--lib=PATH",
+		      "the libgaia.so to preload. Without it: $GAIA_LIB, then <dir of "
+		      "gaiarun>/" GAIA_LIBDIR_FROM_BINDIR "/" GAIA_SONAME " (an installed "
+		      "tree), then <dir of gaiarun>/../libgaia.so (a build tree). A --lib or "
+		      "$GAIA_LIB that does not exist is an error.");
+	print_wrapped("--dry-run", "print the variables set (NAME=value, one a line) and the "
+				   "command, shell-quoted, instead of running it.");
+	print_wrapped("--version", "print gaiarun's version and exit.");
+	print_wrapped("-h, --help", "print this help and exit.");
+	print_wrapped("--", "ends the options: the next word is PROGRAM, even one that "
+			    "begins with '-'.");
+	fputs("\nExit status: PROGRAM's; 2 usage error or bad value; 126 PROGRAM not\n"
 	      "executable; 127 libgaia.so not found or PROGRAM cannot be run.\n",
 	      stdout);
 }
 
 static void usage_error(void)
 {
-	fputs(SYNOPSIS "Try 'gaiarun --help' for more information.\n", stderr);
+	print_synopsis(stderr);
+	fputs("Try 'gaiarun --help' for more information.\n", stderr);
 	exit(EXIT_USAGE);
 }
 
@@ -226,6 +185,29 @@ static int parse_size_kib(const char *s, unsigned long long *kib)
 	return -EINVAL;
 }
 
+/* N: an optional '-', then decimal digits. Returns 0, -EINVAL (syntax) or
+ * -ERANGE (does not fit in long long). */
+static int parse_int(const char *s, long long *value)
+{
+	int negative = *s == '-';
+	unsigned long long n = 0, limit = negative ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	const char *p = s + negative;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (n > (limit - d) / 10)
+			return -ERANGE;
+		n = n * 10 + d;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	*value = negative ? (long long)(0 - n) : (long long)n;
+	return 0;
+}
+
 /* The value option o's text gives its variable: validated, normalised
  * (sizes in KiB, words in their canonical case) into buf where needed.
  * Exits with a message naming the option, the value and what is accepted
@@ -236,6 +218,7 @@ static const char *option_value(const struct knob_option *o, const char *arg, ch
 	const struct gaia_env_knob *k = &gaia_env_knobs[o->knob];
 	char range[128];
 	unsigned long long kib;
+	long long n;
 	const char *why;
 	int rc;
 
@@ -266,6 +249,21 @@ static const char *option_value(const struct knob_option *o, const char *arg, ch
 		}
 		snprintf(buf, size, "%llu", kib);
 		return buf;
+	case VALUE_INT:
+		rc = parse_int(arg, &n);
+		if (rc == -EINVAL) {
+			fprintf(stderr,
+				"gaiarun: --%s=%s: not a decimal integer; accepted %s (%s)\n",
+				o->name, arg, k->accepted, k->name);
+			exit(EXIT_USAGE);
+		}
+		if (rc == -ERANGE || n < k->min || n > k->max) {
+			fprintf(stderr, "gaiarun: --%s=%s: out of range; accepted %s (%s)\n",
+				o->name, arg, k->accepted, k->name);
+			exit(EXIT_USAGE);
+		}
+		snprintf(buf, size, "%lld", n);
+		return buf;
 	case VALUE_WORD:
 		for (int i = 0; i < k->nwords; i++)
 			if (strcasecmp(arg, k->words[i]) == 0)
@@ -294,17 +292,43 @@ static int is_regular_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* path made absolute and free of "." and ".." and of symbolic links in its
+ * directories, in a malloc'd string; the file's own name is kept, so that
+ * LD_PRELOAD names lib/libgaia.so.0 (the soname, which an upgrade moves)
+ * rather than the file it links to. NULL with errno set on failure. */
+static char *absolute_path(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	char *dir, *real_dir, *out;
+	size_t dir_len = slash ? (size_t)(slash - path) : 0;
+
+	dir = slash ? strndup(path, dir_len ? dir_len : 1) : strdup(".");
+	if (!dir)
+		return NULL;
+	real_dir = realpath(dir, NULL);
+	free(dir);
+	if (!real_dir)
+		return NULL;
+	out = malloc(strlen(real_dir) + 1 + strlen(base) + 1);
+	if (out)
+		sprintf(out, "%s/%s", strcmp(real_dir, "/") == 0 ? "" : real_dir, base);
+	free(real_dir);
+	return out;
+}
+
 /* The libgaia.so to preload, as an absolute path in a malloc'd string.
  * An explicit choice (--lib, else $GAIA_LIB) is the only candidate: running
  * with some other library than the one asked for would hide the mistake.
- * Otherwise the build layout (<exe dir>/../libgaia.so) comes before the
- * installed one (<exe dir>/../lib/libgaia.so). Exits 127 naming every path
- * tried when none exists. */
+ * Otherwise the installed layout (<exe dir>/../lib/libgaia.so.0, as the
+ * build's install rules place them) comes before the build tree's
+ * (<exe dir>/../libgaia.so, gaiarun being <build>/tools/gaiarun). Exits
+ * 127 naming every path tried when none exists. */
 static char *find_library(const char *lib_option)
 {
 	const char *explicit_lib = lib_option;
 	const char *source = "--lib";
-	char candidates[2][PATH_MAX + 32];
+	char candidates[2][PATH_MAX + 64];
 	const char *tried[2];
 	int ntried = 0;
 	char *resolved;
@@ -345,19 +369,18 @@ static char *find_library(const char *lib_option)
 		slash = strrchr(exe, '/');
 		if (slash)
 			*slash = '\0';
-		snprintf(candidates[0], sizeof candidates[0], "%s/../libgaia.so", exe);
-		snprintf(candidates[1], sizeof candidates[1], "%s/../lib/libgaia.so", exe);
+		snprintf(candidates[0], sizeof candidates[0], "%s/%s/%s", exe,
+			 GAIA_LIBDIR_FROM_BINDIR, GAIA_SONAME);
+		snprintf(candidates[1], sizeof candidates[1], "%s/../libgaia.so", exe);
 		tried[ntried++] = candidates[0];
 		tried[ntried++] = candidates[1];
 	}
 	for (int i = 0; i < ntried; i++) {
 		if (!is_regular_file(tried[i]))
 			continue;
-		resolved = realpath(tried[i], NULL);
-		if (!resolved)
-			resolved = strdup(tried[i]);
+		resolved = absolute_path(tried[i]);
 		if (!resolved) {
-			fprintf(stderr, "gaiarun: out of memory\n");
+			fprintf(stderr, "gaiarun: %s: %s\n", tried[i], strerror(errno));
 			exit(EXIT_NOT_FOUND);
 		}
 		/* ld.so splits LD_PRELOAD at ':' and ' ' (ld.so(8)). */
@@ -406,40 +429,43 @@ static void print_assignment(const char *name, const char *value)
 
 int main(int argc, char **argv)
 {
-	struct option longopts[N_KNOB_OPTIONS + 4];
+	struct option longopts[GAIA_KNOB_COUNT + 5];
 	const char *values[GAIA_KNOB_COUNT] = { 0 };
-	char size_buf[N_KNOB_OPTIONS][32];
+	char value_buf[GAIA_KNOB_COUNT][32];
 	const char *lib_option = NULL;
-	int dry_run = 0, dashdash = 0, optarg_index = -1;
+	int dry_run = 0;
 	const char *old_preload;
 	char *lib, *preload;
 	size_t n = 0;
 	int c;
 
-	for (size_t i = 0; i < N_KNOB_OPTIONS; i++)
+	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
+		knob_option_of((enum gaia_env_knob_id)i, &knob_options[i]);
 		longopts[n++] = (struct option){ knob_options[i].name, knob_options[i].has_arg,
-						 NULL, OPT_KNOB + (int)i };
+						 NULL, OPT_KNOB + i };
+	}
 	longopts[n++] = (struct option){ "lib", required_argument, NULL, OPT_LIB };
 	longopts[n++] = (struct option){ "dry-run", no_argument, NULL, OPT_DRY_RUN };
+	longopts[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
 	longopts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
 	longopts[n] = (struct option){ 0 };
 
 	/* getopt's own messages are prefixed with argv[0]. */
 	argv[0] = (char *)"gaiarun";
-	/* '+': stop at the first non-option, so PROGRAM's options stay its own. */
+	/* '+': stop at the first non-option (PROGRAM) or after "--". */
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		/* An argument taken from the next word ("--lib X") is not the "--". */
-		if (optarg && optarg == argv[optind - 1])
-			optarg_index = optind - 1;
-		if (c >= OPT_KNOB && c < OPT_KNOB + (int)N_KNOB_OPTIONS) {
+		if (c >= OPT_KNOB && c < OPT_KNOB + GAIA_KNOB_COUNT) {
 			const struct knob_option *o = &knob_options[c - OPT_KNOB];
 
-			values[o->knob] = option_value(o, optarg, size_buf[c - OPT_KNOB],
-						       sizeof size_buf[0]);
+			values[o->knob] = option_value(o, optarg, value_buf[o->knob],
+						       sizeof value_buf[0]);
 		} else if (c == OPT_LIB) {
 			lib_option = optarg;
 		} else if (c == OPT_DRY_RUN) {
 			dry_run = 1;
+		} else if (c == OPT_VERSION) {
+			printf("gaiarun %s\n", GAIA_VERSION);
+			return fflush(stdout) == 0 ? 0 : 1;
 		} else if (c == OPT_HELP) {
 			print_help();
 			return 0;
@@ -447,14 +473,8 @@ int main(int argc, char **argv)
 			usage_error();
 		}
 	}
-	dashdash = optind > 1 && optind - 1 != optarg_index &&
-		   strcmp(argv[optind - 1], "--") == 0;
-	if (!dashdash) {
-		fprintf(stderr, "gaiarun: missing '--' before the program\n");
-		usage_error();
-	}
 	if (optind >= argc) {
-		fprintf(stderr, "gaiarun: missing the program to run after '--'\n");
+		fprintf(stderr, "gaiarun: missing the program to run\n");
 		usage_error();
 	}
 

@@ -2,7 +2,8 @@
  * variables its options set, LD_PRELOAD, the errors and exit statuses, the
  * order libgaia.so is looked for in, and a real exec. The binary is
  * $GAIA_BUILD_DIR/tools/gaiarun, else <build>/tools/gaiarun where this test
- * is <build>/tests/test_gaiarun. */
+ * is <build>/tests/test_gaiarun. GAIA_VERSION and GAIA_SONAME are gaiarun's
+ * own (CMakeLists.txt gives both programs the same). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -357,6 +358,38 @@ static void test_words_flags_and_globs(void **state)
 	assert_no_var(r.out, "GAIA_READAHEAD_KB");
 }
 
+/* The knobs gaiarun had no option for before its options came from the
+ * knob table. */
+static void test_every_knob_has_an_option(void **state)
+{
+	struct run r;
+
+	run_gaiarun(&r, NULL,
+		    ARGS("--lib", dummy_lib, "--min-map=1M", "--dirty-tracking=SoftDirty",
+			 "--release-ms=0", "--dry-run", "true"));
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err);
+	assert_var(r.out, "GAIA_MIN_MAP_KB", "1024");
+	assert_var(r.out, "GAIA_DIRTY_TRACKING", "softdirty");
+	assert_var(r.out, "GAIA_RELEASE_MS", "0");
+
+	run_gaiarun(&r, NULL, ARGS("--lib", dummy_lib, "--release-ms=3600000", "--dry-run", "true"));
+	assert_int_equal(r.status, 0);
+	assert_var(r.out, "GAIA_RELEASE_MS", "3600000");
+}
+
+static void test_bad_integers_are_errors(void **state)
+{
+	assert_bad_value("--release-ms", "-1", "out of range; accepted 0..3600000 (GAIA_RELEASE_MS)");
+	assert_bad_value("--release-ms", "3600001", "out of range");
+	assert_bad_value("--release-ms", "99999999999999999999", "out of range");
+	assert_bad_value("--release-ms", "1s", "not a decimal integer");
+	assert_bad_value("--release-ms", "", "not a decimal integer");
+	assert_bad_value("--release-ms", " 5", "not a decimal integer");
+	assert_bad_value("--min-map", "2K", "4K..1024G");
+	assert_bad_value("--dirty-tracking", "pte", "auto|uffd|softdirty");
+}
+
 static void test_bad_words_and_globs_are_errors(void **state)
 {
 	assert_bad_value("--backing", "cuda", "auto|vmm|managed");
@@ -434,19 +467,72 @@ static void test_unknown_option_is_usage_error(void **state)
 
 static void test_missing_program_is_usage_error(void **state)
 {
-	assert_usage_error(ARGS("--lib", dummy_lib, "--dry-run"), "missing '--'");
-	assert_usage_error(ARGS("--lib", dummy_lib, "--dry-run", "true"), "missing '--'");
+	assert_usage_error(ARGS("--lib", dummy_lib, "--dry-run"), "missing the program");
 	assert_usage_error(ARGS("--lib", dummy_lib, "--dry-run", "--"), "missing the program");
-	/* "--" taken as the value of --lib is not the separator */
-	assert_usage_error(ARGS("--lib", "--", "true"), "missing '--'");
+	assert_usage_error(ARGS("--lib", dummy_lib, "--stats"), "missing the program");
+}
+
+/* The first word that is not an option is the program, "--" or not; the
+ * words after it are its own, options included. */
+static void test_program_starts_at_the_first_non_option(void **state)
+{
+	struct run r;
+	const char *last;
+
+	run_gaiarun(&r, NULL,
+		    ARGS("--lib", dummy_lib, "--dry-run", "--log=info", "prog", "--stats", "--",
+			 "--lib=x"));
+	if (r.status != 0)
+		fail_msg("exit %d: %s", r.status, r.err);
+	assert_var(r.out, "GAIA_LOG", "info");
+	assert_no_var(r.out, "GAIA_STATS");
+	last = strrchr(r.out, '\n');
+	assert_non_null(last);
+	assert_int_equal(last[1], '\0');
+	while (last > r.out && last[-1] != '\n')
+		last--;
+	assert_string_equal(last, "prog --stats -- --lib=x\n");
+
+	/* --stats takes its PATH only after '=': the next word is the program */
+	run_gaiarun(&r, NULL, ARGS("--lib", dummy_lib, "--dry-run", "--stats", "prog"));
+	assert_int_equal(r.status, 0);
+	assert_var(r.out, "GAIA_STATS", "1");
+	assert_contains(r.out, "\nprog\n");
+
+	/* "--" taken as the value of --lib is not the separator: it is the
+	 * library, which does not exist */
+	run_gaiarun(&r, NULL, ARGS("--lib", "--", "--dry-run", "true"));
+	assert_int_equal(r.status, 127);
+	assert_contains(r.err, "tried: -- (from --lib)");
+
+	/* a program whose name begins with '-' needs "--" */
+	assert_usage_error(ARGS("--lib", dummy_lib, "--dry-run", "-prog"), "'p'");
+	run_gaiarun(&r, NULL, ARGS("--lib", dummy_lib, "--dry-run", "--", "-prog"));
+	assert_int_equal(r.status, 0);
+	assert_contains(r.out, "\n-prog\n");
+}
+
+/* --version: the project's version, on stdout, and nothing else. */
+static void test_version_is_the_projects(void **state)
+{
+	struct run r;
+	char want[64];
+
+	run_gaiarun(&r, NULL, ARGS("--version", "--", "true"));
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.err, "");
+	xsnprintf(want, sizeof want, "gaiarun %s\n", GAIA_VERSION);
+	assert_string_equal(r.out, want);
 }
 
 static void test_help_explains_every_option(void **state)
 {
 	static const char *const options[] = {
-		"--readahead=SIZE", "--gpu-readahead=SIZE", "--stats[=PATH]", "--log=LEVEL",
-		"--paths=GLOBS",    "--backing=MODE",       "--disable",      "--lib=PATH",
-		"--dry-run",        "--help",
+		"--readahead=SIZE", "--gpu-readahead=SIZE", "--paths=GLOBS",
+		"--min-map=SIZE",   "--backing=MODE",       "--dirty-tracking=MODE",
+		"--release-ms=MS",  "--log=LEVEL",          "--stats[=PATH]",
+		"--disable",        "--lib=PATH",           "--dry-run",
+		"--version",        "--help",
 	};
 	struct run r;
 
@@ -464,6 +550,9 @@ static void test_help_explains_every_option(void **state)
 	}
 	assert_contains(r.out, "GAIA_READAHEAD_KB");
 	assert_contains(r.out, "auto|vmm|managed");
+	assert_contains(r.out, "sets GAIA_MIN_MAP_KB:");
+	assert_contains(r.out, "sets GAIA_DIRTY_TRACKING:");
+	assert_contains(r.out, "sets GAIA_RELEASE_MS:");
 }
 
 /* --- finding libgaia.so --------------------------------------------------------- */
@@ -526,12 +615,14 @@ static void copy_file(const char *from, const char *to, mode_t mode)
 	close(out);
 }
 
-/* A copy of gaiarun in <tree>/bin looks at <tree>/libgaia.so, then at
- * <tree>/lib/libgaia.so, and names both when neither exists. */
+/* A copy of gaiarun in <tree>/bin looks at <tree>/lib/libgaia.so.N (an
+ * installed tree), then at <tree>/libgaia.so (a build tree), and names both
+ * when neither exists. */
 static void test_search_next_to_the_binary(void **state)
 {
 	char tree[PATH_MAX], bin[PATH_MAX + 8], exe[PATH_MAX + 16];
 	char build_lib[PATH_MAX + 16], lib_dir[PATH_MAX + 8], inst_lib[PATH_MAX + 32];
+	char inst_real[PATH_MAX + 64];
 	char tried1[PATH_MAX + 32], tried2[PATH_MAX + 32];
 	struct run r;
 
@@ -540,7 +631,8 @@ static void test_search_next_to_the_binary(void **state)
 	xsnprintf(exe, sizeof exe, "%s/gaiarun", bin);
 	xsnprintf(build_lib, sizeof build_lib, "%s/libgaia.so", tree);
 	xsnprintf(lib_dir, sizeof lib_dir, "%s/lib", tree);
-	xsnprintf(inst_lib, sizeof inst_lib, "%s/libgaia.so", lib_dir);
+	xsnprintf(inst_lib, sizeof inst_lib, "%s/%s", lib_dir, GAIA_SONAME);
+	xsnprintf(inst_real, sizeof inst_real, "%s/%s.0.0", lib_dir, GAIA_SONAME);
 	assert_int_equal(mkdir(tree, 0755), 0);
 	assert_int_equal(mkdir(bin, 0755), 0);
 	assert_int_equal(mkdir(lib_dir, 0755), 0);
@@ -549,21 +641,23 @@ static void test_search_next_to_the_binary(void **state)
 	run_exe(&r, exe, NULL, ARGS("--dry-run", "--", "true"));
 	assert_int_equal(r.status, 127);
 	assert_string_equal(r.out, "");
-	xsnprintf(tried1, sizeof tried1, "%s/../libgaia.so", bin);
-	xsnprintf(tried2, sizeof tried2, "%s/../lib/libgaia.so", bin);
+	xsnprintf(tried1, sizeof tried1, "%s/../lib/%s", bin, GAIA_SONAME);
+	xsnprintf(tried2, sizeof tried2, "%s/../libgaia.so", bin);
 	assert_contains(r.err, tried1);
 	assert_contains(r.err, tried2);
 	assert_true(strstr(r.err, tried1) < strstr(r.err, tried2));
-
-	write_file(inst_lib, "installed\n", 0644);
-	run_exe(&r, exe, NULL, ARGS("--dry-run", "--", "true"));
-	assert_int_equal(r.status, 0);
-	assert_var(r.out, "LD_PRELOAD", inst_lib);
 
 	write_file(build_lib, "build tree\n", 0644);
 	run_exe(&r, exe, NULL, ARGS("--dry-run", "--", "true"));
 	assert_int_equal(r.status, 0);
 	assert_var(r.out, "LD_PRELOAD", build_lib);
+
+	/* the soname, not the file it links to */
+	write_file(inst_real, "installed\n", 0644);
+	assert_int_equal(symlink(GAIA_SONAME ".0.0", inst_lib), 0);
+	run_exe(&r, exe, NULL, ARGS("--dry-run", "--", "true"));
+	assert_int_equal(r.status, 0);
+	assert_var(r.out, "LD_PRELOAD", inst_lib);
 
 	/* GAIA_LIB comes before both */
 	{
@@ -605,15 +699,15 @@ static void test_unexecutable_program_is_126(void **state)
  * LD_PRELOAD arrive, and the program's exit status is gaiarun's. */
 static void test_exec_passes_the_environment(void **state)
 {
-	char lib[PATH_MAX + 16], *real;
+	char lib[PATH_MAX + 16], *real, want[PATH_MAX + 16];
 	struct run r;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	skip(); /* a sanitized libgaia.so cannot be preloaded into /usr/bin/env */
 #endif
 	xsnprintf(lib, sizeof lib, "%s/libgaia.so", build_dir);
-	real = realpath(lib, NULL);
-	if (!real || access("/usr/bin/env", X_OK) != 0) {
+	real = realpath(build_dir, NULL);
+	if (!real || access(lib, R_OK) != 0 || access("/usr/bin/env", X_OK) != 0) {
 		free(real);
 		skip();
 		return;
@@ -623,7 +717,9 @@ static void test_exec_passes_the_environment(void **state)
 			 "--stats=/dev/null", "--", "/usr/bin/env"));
 	if (r.status != 0)
 		fail_msg("exit %d; stderr:\n%s", r.status, r.err);
-	assert_var(r.out, "LD_PRELOAD", real);
+	/* the name given, in its canonical directory */
+	xsnprintf(want, sizeof want, "%s/libgaia.so", real);
+	assert_var(r.out, "LD_PRELOAD", want);
 	assert_var(r.out, "GAIA_READAHEAD_KB", "1024");
 	assert_var(r.out, "GAIA_GPU_READAHEAD_KB", "8192");
 	assert_var(r.out, "GAIA_LOG", "error");
@@ -644,12 +740,16 @@ int main(void)
 		cmocka_unit_test(test_stats_without_path_is_stderr),
 		cmocka_unit_test(test_stats_with_path_writes_there),
 		cmocka_unit_test(test_words_flags_and_globs),
+		cmocka_unit_test(test_every_knob_has_an_option),
+		cmocka_unit_test(test_bad_integers_are_errors),
 		cmocka_unit_test(test_bad_words_and_globs_are_errors),
 		cmocka_unit_test(test_ld_preload_set_when_absent),
 		cmocka_unit_test(test_ld_preload_prepends_keeping_entries),
 		cmocka_unit_test(test_dry_run_prints_the_command_last),
 		cmocka_unit_test(test_unknown_option_is_usage_error),
 		cmocka_unit_test(test_missing_program_is_usage_error),
+		cmocka_unit_test(test_program_starts_at_the_first_non_option),
+		cmocka_unit_test(test_version_is_the_projects),
 		cmocka_unit_test(test_help_explains_every_option),
 		cmocka_unit_test(test_lib_option_beats_gaia_lib),
 		cmocka_unit_test(test_missing_explicit_lib_is_127_naming_it),
