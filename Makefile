@@ -11,6 +11,8 @@
 #   make bench-gpu      launches and syncs under the shim on the simulated GPU
 #   make bench-gunrock  dynamic-graph SSSP sweep (workloads/gunrock; gnuplot for the plot)
 #   make bench-mosaic   image collage and stitching in every mode (workloads/mosaic; gnuplot)
+#   make install    build, then install under PREFIX (/usr/local), staged in
+#                   DESTDIR when given; make uninstall removes what it installed
 # Missing Debian packages are installed when run as root; otherwise the
 # exact apt-get line is printed.
 
@@ -22,7 +24,7 @@ DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxh
 # tests skip, saying what to install.
 TEST_DEB_PACKAGES := git python3
 
-.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic clean
+.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic install uninstall clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -125,6 +127,18 @@ MOSAIC_SCALE ?= 1
 bench-mosaic: all
 	$(call install-debs,gnuplot-nox,optional)
 	bash workloads/mosaic/bench_mosaic.sh --build $(BUILD) --scale $(MOSAIC_SCALE)
+
+# What goes where: cmake/GaiaInstall.cmake (lib/, bin/, include/,
+# lib/pkgconfig/, share/man/ under PREFIX). CMake lists what it installed
+# in $(BUILD)/install_manifest.txt (without DESTDIR); uninstall removes
+# exactly those files, under the same DESTDIR.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: all
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+uninstall:
+	DESTDIR="$(DESTDIR)" cmake -DMANIFEST="$(abspath $(BUILD))/install_manifest.txt" -P $(CURDIR)/cmake/uninstall.cmake
 
 clean:
 	rm -rf $(BUILD)
