@@ -66,6 +66,7 @@
 	X(module_get_function, "cuModuleGetFunction", PFN_cuModuleGetFunction_v2000) \
 	X(launch_kernel, "cuLaunchKernel", PFN_cuLaunchKernel_v4000)             \
 	X(func_param_info, "cuFuncGetParamInfo", PFN_cuFuncGetParamInfo_v12040)  \
+	X(kernel_param_info, "cuKernelGetParamInfo", PFN_cuKernelGetParamInfo_v12040) \
 	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)
 
 static struct driver {
@@ -681,6 +682,8 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 		return rc;
 	if (got != (CUdeviceptr)span_start) {
 		/* The address is only a hint: the driver chose another. */
+		gaia_log(GAIA_LOG_INFO, "cuMemAddressReserve(%zu bytes at %#lx) gave %#llx instead",
+			 span_len, (unsigned long)span_start, (unsigned long long)got);
 		(void)CU_FREE(drv.address_free(got, span_len), "cuMemAddressFree (freeing device memory)");
 		return -EADDRINUSE;
 	}
@@ -802,8 +805,17 @@ int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, siz
 	if (kind == GPU_FUNC_DRIVER) {
 		if (!drv.func_param_info)
 			return -ENOTSUP;
-		/* Past the last parameter the driver answers INVALID_VALUE. */
+		/* Past the last parameter the driver answers INVALID_VALUE. The
+		 * runtime (cudart 12 and 13) launches with a CUkernel where a
+		 * CUfunction goes; cuFuncGetParamInfo refuses those handles
+		 * (INVALID_HANDLE, seen on an H200 with driver 580), and
+		 * cuKernelGetParamInfo answers for them. */
 		CUresult rc = drv.func_param_info((CUfunction)func, index, offset, size);
+		if (rc == CUDA_ERROR_INVALID_HANDLE && drv.kernel_param_info)
+			rc = drv.kernel_param_info((CUkernel)func, index, offset, size);
+		if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_INVALID_VALUE)
+			gaia_log(GAIA_LOG_INFO, "cuFuncGetParamInfo and cuKernelGetParamInfo(%p, %zu): %s (%d)",
+				 func, index, cuda_error_name(rc), (int)rc);
 		return rc == CUDA_SUCCESS ? 0 : rc == CUDA_ERROR_INVALID_VALUE ? -ENOENT : -EIO;
 	}
 	if (kind == GPU_FUNC_RUNTIME) {

@@ -20,6 +20,7 @@
 #include "driver.h"
 
 struct cudart_driver drv;
+void *(*cudart_kernel_handle)(const void *stub);
 
 #define FLAGS_LEGACY 0
 #define FLAGS_PTDS CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
@@ -114,6 +115,7 @@ static void load(void)
         say("libcuda.so.1 has no cuGetProcAddress_v2");
         return;
     }
+    cudart_kernel_handle = (void *(*)(const void *))dlsym(h, "simgpu_kernel_handle");
     void *p = NULL;
     CUdriverProcAddressQueryResult st;
     gpa0("", &p, 0, 0, &st);

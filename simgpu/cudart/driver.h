@@ -69,6 +69,10 @@ struct cudart_driver {
 
 extern struct cudart_driver drv;
 
+/* The simulator's libcuda names a kernel's CUkernel (simgpu.h); the real
+ * cudart gets it from cuLibraryGetKernel. NULL: launch with the stub. */
+extern void *(*cudart_kernel_handle)(const void *stub);
+
 /* Load libcuda.so.1, resolve every entry point, cuInit(0).  Once; returns
  * the cudaError_t of that one attempt. */
 cudaError_t cudart_driver_load(void);

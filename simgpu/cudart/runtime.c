@@ -369,12 +369,21 @@ cudaError_t CUDARTAPI cudaMemAdvise(const void *devPtr, size_t count, enum cudaM
 
 /* ---- launches ---- */
 
+/* What a launch hands the driver: the kernel's CUkernel, as cudart 13
+ * does — never the host stub, which the driver knows as a CUfunction. */
+static CUfunction launch_handle(const void *func)
+{
+    void *k = cudart_kernel_handle ? cudart_kernel_handle(func) : NULL;
+    return (CUfunction)(k ? k : (void *)(uintptr_t)func);
+}
+
 static cudaError_t launch(const void *func, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t stream, bool ptds)
 {
     READY();
-    CUresult r = ptds ? drv.LaunchKernel_ptsz((CUfunction)func, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem,
+    CUfunction f = launch_handle(func);
+    CUresult r = ptds ? drv.LaunchKernel_ptsz(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem,
                                               stream, args, NULL)
-                      : drv.LaunchKernel((CUfunction)func, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, stream,
+                      : drv.LaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, stream,
                                          args, NULL);
     if (r == CUDA_ERROR_INVALID_VALUE)
         return record(cudaErrorInvalidConfiguration);
@@ -389,6 +398,29 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bloc
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                             size_t sharedMem, cudaStream_t stream)
 { return launch(func, gridDim, blockDim, args, sharedMem, stream, true); }
+
+cudaError_t CUDARTAPI cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
+{
+    READY();
+    if (!kernelPtr)
+        return record(cudaErrorInvalidValue);
+    void *k = cudart_kernel_handle ? cudart_kernel_handle(entryFuncAddr) : NULL;
+    if (!k)
+        return record(cudaErrorInvalidDeviceFunction);
+    *kernelPtr = (cudaKernel_t)k;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+    READY();
+    if (!functionPtr)
+        return record(cudaErrorInvalidValue);
+    if (!cudart_kernel_handle || !cudart_kernel_handle(symbolPtr))
+        return record(cudaErrorInvalidDeviceFunction);
+    *functionPtr = (cudaFunction_t)(uintptr_t)symbolPtr;
+    return cudaSuccess;
+}
 
 cudaError_t CUDARTAPI cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
                                            size_t *paramSize)

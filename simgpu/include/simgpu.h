@@ -70,6 +70,9 @@ struct simgpu_kernel_desc {
  * processes live in code those processes may not have: launching them
  * fails with CUDA_ERROR_INVALID_HANDLE.  Returns 0 or -errno. */
 int simgpu_register_kernel(const struct simgpu_kernel_desc *desc);
+/* The CUkernel handle of a registered kernel's host stub (what the
+ * simulator's runtime launches with, like cudart 13), or NULL. */
+void *simgpu_kernel_handle(const void *stub);
 
 #ifdef __cplusplus
 }

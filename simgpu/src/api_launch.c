@@ -73,7 +73,10 @@ static CUresult launch(CUfunction f, const struct simgpu_launch_dims *dims, unsi
     CUresult r = sim_stream_resolve(s, ptds, &d, &slot);
     if (r != CUDA_SUCCESS)
         return r;
+    /* A CUfunction (the host stub) or a CUkernel: launches take both. */
     const struct simgpu_kernel_desc *k = sim_kernel_find((const void *)f);
+    if (!k)
+        k = sim_kernel_of_handle((const void *)f);
     if (!k)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = check_dims(dims, smem)) != CUDA_SUCCESS)
@@ -152,6 +155,39 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *
         *paramOffset = k->param_offset[paramIndex];
     if (paramSize)
         *paramSize = k->param_size[paramIndex];
+    return CUDA_SUCCESS;
+}
+
+/* CUkernel handles only; past the last parameter INVALID_VALUE (both as
+ * seen on an H200, driver 580). */
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    const struct simgpu_kernel_desc *k = sim_kernel_of_handle((const void *)kernel);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (paramIndex >= k->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (paramOffset)
+        *paramOffset = k->param_offset[paramIndex];
+    if (paramSize)
+        *paramSize = k->param_size[paramIndex];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pFunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct simgpu_kernel_desc *k = sim_kernel_of_handle((const void *)kernel);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pFunc = (CUfunction)(uintptr_t)k->func;
     return CUDA_SUCCESS;
 }
 

@@ -72,6 +72,32 @@ const struct simgpu_kernel_desc *sim_kernel_find(const void *func)
     return found;
 }
 
+const struct simgpu_kernel_desc *sim_kernel_of_handle(const void *handle)
+{
+    const struct simgpu_kernel_desc *found = NULL;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = nentries; i-- > 0;) {
+        if ((const void *)entries[i].desc == handle) {
+            if (entries[i].launchable)
+                found = entries[i].desc;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+/* The CUkernel the runtime launches a kernel with, as cudart 12 and 13
+ * do (cuLibraryGetKernel there): not the host stub's address, so a
+ * driver call that takes only CUfunctions refuses it as the real driver
+ * does (cuFuncGetParamInfo: CUDA_ERROR_INVALID_HANDLE). NULL for a
+ * function that is not a registered kernel. */
+void *simgpu_kernel_handle(const void *stub)
+{
+    const struct simgpu_kernel_desc *k = sim_kernel_find(stub);
+    return k ? (void *)(uintptr_t)k : NULL;
+}
+
 /* Does `name` denote the kernel registered as `source`?  Either the source
  * name itself or the Itanium mangling of a free function of that name,
  * _Z<len><source><parameter types> (what nvcc puts in PTX .entry lines for

@@ -276,6 +276,9 @@ int sim_vmm_find(uint64_t p, uint64_t len, struct sim_device **d, unsigned char 
 
 /* registry.c */
 const struct simgpu_kernel_desc *sim_kernel_find(const void *func);
+/* The kernel a CUkernel handle names (the handle is its descriptor's
+ * address, never its host stub's), or NULL. */
+const struct simgpu_kernel_desc *sim_kernel_of_handle(const void *handle);
 /* The kernel registered under `name` (its source name, or an Itanium
  * mangled name _Z<len><name>... of a free function), most recent first;
  * NULL if none. */
