@@ -187,17 +187,20 @@ void mapping_describe_caller(void *caller, char *buf, size_t size)
 			 (unsigned long)((char *)caller - (char *)info.dli_fbase));
 }
 
-/* A 2 MiB boundary, and the rest of the last 2 MiB kept reserved: the device replica of a region can then be mapped at
- * the region's own address with the driver's allocation granularity
- * (DESIGN §3.2), and the span up to the next boundary is most likely
- * still free when that happens. */
-#define PLACEMENT_ALIGN (2ul << 20)
+/* A GAIA_VMM_SPAN_ALIGN boundary, and room after the mapping kept
+ * reserved up to GAIA_VMM_SPAN_MIN from its start (or the next 2 MiB
+ * boundary past its end, if further): the device replica of a region can
+ * then be mapped at the region's own address, in a reservation the driver
+ * places where it is asked to (DESIGN §3.2), and that room is most likely
+ * still free when it happens. The room costs address space, no memory. */
+#define PLACEMENT_ALIGN GAIA_VMM_SPAN_ALIGN
+#define PLACEMENT_GRANULE (2ul << 20)
 
 void mapping_place(size_t len, struct placement *place)
 {
 	memset(place, 0, sizeof(*place));
 	/* Under an address-space limit (RLIMIT_AS, ulimit -v) the span
-	 * reserved here and the padding kept after the mapping (up to 2 MiB
+	 * reserved here and the room kept after the mapping (up to 32 MiB
 	 * per mapping) count against the program's own limit: a program
 	 * mapping many small files would get ENOMEM from mmap (or malloc)
 	 * where it does not without the shim. There the mapping goes where
@@ -206,11 +209,11 @@ void mapping_place(size_t len, struct placement *place)
 	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
 		return;
 	size_t rounded = (len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1);
-	if (!rounded || rounded > SIZE_MAX - PLACEMENT_ALIGN)
+	if (!rounded || rounded > SIZE_MAX - 2 * PLACEMENT_ALIGN)
 		return;
-	size_t aligned = (rounded + PLACEMENT_ALIGN - 1) & ~(PLACEMENT_ALIGN - 1);
-	if (aligned > SIZE_MAX - PLACEMENT_ALIGN)
-		return;
+	size_t aligned = (rounded + PLACEMENT_GRANULE - 1) & ~(PLACEMENT_GRANULE - 1);
+	if (aligned < GAIA_VMM_SPAN_MIN)
+		aligned = GAIA_VMM_SPAN_MIN;
 	size_t span = aligned + PLACEMENT_ALIGN;
 	void *r = REAL(mmap)(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (r == MAP_FAILED)
@@ -235,9 +238,9 @@ void mapping_place_done(struct placement *place, void *mapped)
 		REAL(munmap)((void *)r, a - r);
 	if (a + place->aligned_len < end)
 		REAL(munmap)((void *)(a + place->aligned_len), end - (a + place->aligned_len));
-	/* Up to the next boundary stays reserved (PROT_NONE): the padding,
-	 * given to the mapping so nothing else lands where its device
-	 * replica's span will be. */
+	/* The room after the mapping stays reserved (PROT_NONE): the
+	 * padding, given to the mapping so nothing else lands where its
+	 * device replica's reservation will be. */
 	place->pad_start = a + place->len;
 	place->pad_len = place->aligned_len - place->len;
 }

@@ -669,22 +669,23 @@ size_t cuda_vmm_granularity(int device)
 	return g;
 }
 
-/* Device memory at [span_start, span_start + span_len), which the caller
- * has made free in this process (the CPU replica moved aside). */
-static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_len)
+/* Device memory at [span_start, span_start + span_len), in a reservation
+ * of [span_start, span_start + reserve_len), which the caller has made free
+ * in this process (the CPU replica moved aside). */
+static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_len, size_t reserve_len)
 {
 	if (!drv.address_reserve || !drv.mem_create || !drv.mem_map || !drv.set_access)
 		return -ENOTSUP;
 	CUdeviceptr got = 0;
-	int rc = CU_CHECK(drv.address_reserve(&got, span_len, 0, (CUdeviceptr)span_start, 0),
+	int rc = CU_CHECK(drv.address_reserve(&got, reserve_len, 0, (CUdeviceptr)span_start, 0),
 			  "cuMemAddressReserve");
 	if (rc)
 		return rc;
 	if (got != (CUdeviceptr)span_start) {
 		/* The address is only a hint: the driver chose another. */
 		gaia_log(GAIA_LOG_INFO, "cuMemAddressReserve(%zu bytes at %#lx) gave %#llx instead",
-			 span_len, (unsigned long)span_start, (unsigned long long)got);
-		(void)CU_FREE(drv.address_free(got, span_len), "cuMemAddressFree (freeing device memory)");
+			 reserve_len, (unsigned long)span_start, (unsigned long long)got);
+		(void)CU_FREE(drv.address_free(got, reserve_len), "cuMemAddressFree (freeing device memory)");
 		return -EADDRINUSE;
 	}
 	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -701,18 +702,19 @@ static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_
 		goto unmap;
 	r->span_start = span_start;
 	r->span_len = span_len;
+	r->reserve_len = reserve_len;
 	return 0;
 unmap:
 	(void)CU_FREE(drv.mem_unmap((CUdeviceptr)span_start, span_len), "cuMemUnmap (freeing device memory)");
 release:
 	(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
 free_va:
-	(void)CU_FREE(drv.address_free((CUdeviceptr)span_start, span_len), "cuMemAddressFree (freeing device memory)");
+	(void)CU_FREE(drv.address_free((CUdeviceptr)span_start, reserve_len), "cuMemAddressFree (freeing device memory)");
 	return rc;
 }
 
 int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr_t addr,
-			size_t len, bool writable, uintptr_t span_start, size_t span_len)
+			size_t len, bool writable, uintptr_t span_start, size_t span_len, size_t reserve_len)
 {
 	if (!cuda_backend_ready())
 		return -ENODEV;
@@ -724,7 +726,7 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 		r->ctx = NULL;
 	int rc;
 	if (backing == GAIA_BACKING_VMM) {
-		rc = create_vmm(r, span_start, span_len);
+		rc = create_vmm(r, span_start, span_len, reserve_len < span_len ? span_len : reserve_len);
 		if (!rc) {
 			r->dptr = (CUdeviceptr)addr;
 			rc = alloc_base(r, writable);
@@ -777,7 +779,7 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	if (r->backing == GAIA_BACKING_VMM && r->span_len) {
 		(void)CU_FREE(drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len), "cuMemUnmap (freeing device memory)");
 		(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
-		(void)CU_FREE(drv.address_free((CUdeviceptr)r->span_start, r->span_len), "cuMemAddressFree (freeing device memory)");
+		(void)CU_FREE(drv.address_free((CUdeviceptr)r->span_start, r->reserve_len), "cuMemAddressFree (freeing device memory)");
 	}
 	leave_ctx(c);
 	memset(r, 0, sizeof(*r));

@@ -17,9 +17,10 @@ struct cuda_replica {
 	CUdeviceptr dptr;          /* the replica's engine page 0 */
 	CUdeviceptr base;          /* base copies (writable regions), else 0 */
 	size_t len;
-	/* vmm: the reserved and mapped span around the region */
+	/* vmm: the mapped span around the region, and the reservation that
+	 * holds it (from span_start, span_len or more) */
 	uintptr_t span_start;
-	size_t span_len;
+	size_t span_len, reserve_len;
 	CUmemGenericAllocationHandle handle;
 	/* the diff's per-page answer on the device, a byte a page */
 	CUdeviceptr changed;
@@ -58,12 +59,15 @@ GAIA_HIDDEN CUresult cuda_result_of(int rc);
 GAIA_HIDDEN cudaError_t cuda_runtime_error_of(CUresult rc);
 
 /* A replica of [addr, addr+len) on `device` in the current context. For
- * vmm, [span_start, span_start+span_len) (granularity-aligned, covering
- * the region) must be free in this process: it is reserved at that very
- * address or the call fails with -EADDRINUSE. 0 or -errno. */
+ * vmm, [span_start, span_start+reserve_len) must be free in this process:
+ * it is reserved at that very address or the call fails with -EADDRINUSE
+ * (the driver honours the address only for reservations of
+ * GAIA_VMM_SPAN_MIN on a GAIA_VMM_SPAN_ALIGN boundary), and device memory
+ * is mapped over [span_start, span_start+span_len) (granularity-aligned,
+ * covering the region). 0 or -errno. */
 GAIA_HIDDEN int cuda_replica_create(struct cuda_replica *r, int backing, int device,
 				    uintptr_t addr, size_t len, bool writable, uintptr_t span_start,
-				    size_t span_len);
+				    size_t span_len, size_t reserve_len);
 /* Frees the device memory; a vmm span is unmapped and unreserved (the
  * driver replaces the host side of the span: the caller moves the CPU
  * replica aside first). */

@@ -103,8 +103,9 @@ static const char *vmm_failure_reason(int rc)
 {
 	switch (rc) {
 	case -EADDRINUSE:
-		return "the address is taken: another device's replica, or a mapping of the "
-		       "program's next to it in the driver's 2 MiB span";
+		return "the driver would not reserve the region's own address: another device's "
+		       "replica, a mapping of the program's in the 32 MiB the reservation needs, or "
+		       "a region not on a 32 MiB boundary (placed by the program itself)";
 	case -EINVAL:
 		return "part of the mapping was unmapped";
 	case -ENOTSUP:
@@ -136,7 +137,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	}
 	if (rc)
 		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
-					 m->exec.writable, 0, 0);
+					 m->exec.writable, 0, 0, 0);
 	if (rc) {
 		gaia_warn("%s: no replica on device %d (%s); launches there that pass pointers "
 			  "into it are refused", m->path, dev, strerror(-rc));

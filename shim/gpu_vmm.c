@@ -30,14 +30,17 @@ const char *gpu_vmm_probe(int device)
 	size_t g = cuda_vmm_granularity(device);
 	if (!g)
 		return "the driver has no virtual memory management";
-	/* A free, aligned span: take a larger one, keep nothing of it. */
-	void *p = REAL(mmap)(NULL, 2 * g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* A free span where a region would be placed (GAIA_VMM_SPAN_MIN on a
+	 * GAIA_VMM_SPAN_ALIGN boundary): take a larger one, keep nothing. */
+	size_t room = GAIA_VMM_SPAN_MIN < g ? g : GAIA_VMM_SPAN_MIN;
+	size_t take = room + GAIA_VMM_SPAN_ALIGN;
+	void *p = REAL(mmap)(NULL, take, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return "no address space for the probe";
-	uintptr_t a = ((uintptr_t)p + g - 1) & ~(g - 1);
-	REAL(munmap)(p, 2 * g);
+	uintptr_t a = ((uintptr_t)p + GAIA_VMM_SPAN_ALIGN - 1) & ~(GAIA_VMM_SPAN_ALIGN - 1);
+	REAL(munmap)(p, take);
 	struct cuda_replica r;
-	if (cuda_replica_create(&r, GAIA_BACKING_VMM, device, a, g, false, a, g))
+	if (cuda_replica_create(&r, GAIA_BACKING_VMM, device, a, g, false, a, g, room))
 		return "the driver did not map device memory at the requested address";
 	const char *why = NULL;
 	void *over = REAL(mmap)((void *)a, PG, PROT_READ | PROT_WRITE,
@@ -255,13 +258,22 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		return -ENOTSUP;
 	uintptr_t span_start = m->start & ~(g - 1);
 	size_t span_len = ((m->start + m->len + g - 1) & ~(g - 1)) - span_start;
+	/* The reservation: the placement's room after the region too, and
+	 * never less than the driver places where asked. Past the room (a
+	 * region the program placed itself) the addresses may be taken: the
+	 * reservation then fails and the replica goes to managed memory. */
+	size_t reserve_len = span_len;
+	if (m->pad_len && m->pad_start + m->pad_len > span_start + reserve_len)
+		reserve_len = ((m->pad_start + m->pad_len + g - 1) & ~(g - 1)) - span_start;
+	if (reserve_len < GAIA_VMM_SPAN_MIN)
+		reserve_len = (GAIA_VMM_SPAN_MIN + g - 1) & ~(g - 1);
 	mapping_collect_locked(m);
 	if (m->pad_len) {
 		REAL(munmap)((void *)m->pad_start, m->pad_len);
 		m->pad_len = 0;
 	}
 	gpu_vmm_guard_begin(m->start, m->len);
-	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, span_len);
+	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len);
 	if (!aside) {
 		int err = errno ? errno : ENOMEM;
 		gpu_vmm_guard_end();
@@ -269,7 +281,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	}
 	gaia_tsan_ignore_begin();
 	int rc = cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,
-				     span_start, span_len);
+				     span_start, span_len, reserve_len);
 	gaia_tsan_ignore_end();
 	int back = gpu_vmm_move_back(m, aside, m->start, m->len);
 	gpu_vmm_guard_end();

@@ -37,9 +37,10 @@ struct gaia_mapping {
 	void *replicas[TSVT_MAX_DEVICES];
 	int replica_failed[TSVT_MAX_DEVICES]; /* -errno of the failed creation, or 0 */
 	uint8_t *store_view;
-	/* PROT_NONE reservation after the mapping up to the next 2 MiB
-	 * boundary (admission.c's placement), where a vmm replica's span
-	 * will lie; 0 when none or given up. */
+	/* PROT_NONE reservation after the mapping, to GAIA_VMM_SPAN_MIN past
+	 * its start or the next 2 MiB boundary, whichever is further
+	 * (admission.c's placement): where a vmm replica's reservation will
+	 * lie; 0 when none or given up. */
 	uintptr_t pad_start;
 	size_t pad_len;
 	/* Pages this process changed since the last checksum pass (one bit

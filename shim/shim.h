@@ -13,6 +13,14 @@
 #include "gaia_env.h"
 
 #define GAIA_PAGE 4096ul
+/* The driver places a reservation where the shim asks (a vmm replica at
+ * its region's own address) only when it is larger than 16 MiB and starts
+ * on a 32 MiB boundary; smaller ones come out of its own chunks, whatever
+ * the address asked for (seen on an H200, driver 580.159, CUDA 13.0).
+ * Managed mappings are placed on such a boundary with at least this much
+ * room reserved, and a vmm span is reserved at least this large. */
+#define GAIA_VMM_SPAN_ALIGN (32ul << 20)
+#define GAIA_VMM_SPAN_MIN (32ul << 20)
 #define GAIA_HIDDEN __attribute__((visibility("hidden")))
 
 /* --- the real libc functions (real.c), resolved once with RTLD_NEXT --- */

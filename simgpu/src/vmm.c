@@ -318,6 +318,19 @@ static bool in_arena(uint64_t va, uint64_t size)
     return va >= arena_base && va - arena_base < VMM_ARENA_BYTES && size <= VMM_ARENA_BYTES - (va - arena_base);
 }
 
+/* Outside the arena a hint is honoured as the real driver honours it (seen
+ * on an H200, driver 580.159, CUDA 13.0): a reservation of 16 MiB or less
+ * comes out of the driver's own chunks whatever the hint says; a larger one
+ * goes where the hint says if that address is on a 32 MiB boundary and
+ * free. */
+#define HINT_MIN_SIZE (16ul << 20)
+#define HINT_ALIGN (32ul << 20)
+
+static bool hint_honoured(uint64_t hint, uint64_t size)
+{
+    return size > HINT_MIN_SIZE && (hint & (HINT_ALIGN - 1)) == 0;
+}
+
 /* A hint outside the arena: map it with MAP_FIXED_NOREPLACE here and in
  * every device process, or give up on it. */
 static bool reserve_outside(uint64_t hint, uint64_t size)
@@ -360,7 +373,7 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
         if (in_arena(addr, size)) {
             if (sim_alloc_get_at(&arena, addr - arena_base, size) == 0)
                 va = addr;
-        } else if (!in_arena(addr, 1) && reserve_outside(addr, size)) {
+        } else if (!in_arena(addr, 1) && hint_honoured(addr, size) && reserve_outside(addr, size)) {
             va = addr;
             arena_range = false;
         }

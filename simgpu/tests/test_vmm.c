@@ -52,14 +52,22 @@ static void test_fixed_address_hint(void **state)
     CU_OK(cuMemAddressReserve(&c, 4 * MB, 0, a, 0));
     assert_true(c != a);
     CU_OK(cuMemAddressFree(c, 4 * MB));
-    /* a free hint outside the simulator's own address arena: honoured too */
-    void *host = mmap(NULL, 16 * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* a free hint outside the simulator's own address arena, as the real
+     * driver takes it (H200, driver 580): 16 MiB or less is never placed
+     * there; more is, at a 32 MiB boundary, and not one 2 MiB past it */
+    void *host = mmap(NULL, 128 * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(host != MAP_FAILED);
-    CUdeviceptr hint = ((CUdeviceptr)(uintptr_t)host + 2 * MB - 1) & ~(CUdeviceptr)(2 * MB - 1);
-    munmap(host, 16 * MB);
-    CU_OK(cuMemAddressReserve(&c, 8 * MB, 0, hint, 0));
+    CUdeviceptr hint = ((CUdeviceptr)(uintptr_t)host + 32 * MB - 1) & ~(CUdeviceptr)(32 * MB - 1);
+    munmap(host, 128 * MB);
+    CU_OK(cuMemAddressReserve(&c, 16 * MB, 0, hint, 0));
+    assert_true(c != hint);
+    CU_OK(cuMemAddressFree(c, 16 * MB));
+    CU_OK(cuMemAddressReserve(&c, 32 * MB, 0, hint + 2 * MB, 0));
+    assert_true(c != hint + 2 * MB);
+    CU_OK(cuMemAddressFree(c, 32 * MB));
+    CU_OK(cuMemAddressReserve(&c, 32 * MB, 0, hint, 0));
     assert_int_equal(c, hint);
-    CU_OK(cuMemAddressFree(c, 8 * MB));
+    CU_OK(cuMemAddressFree(c, 32 * MB));
     /* alignment beyond the granule */
     CU_OK(cuMemAddressReserve(&c, 2 * MB, 64 * MB, 0, 0));
     assert_int_equal(c % (64 * MB), 0);
@@ -161,13 +169,14 @@ static void test_hint_over_a_mapping_from_before_init(void **state)
     (void)state;
     assert_non_null(file_map_before_init);
     CUdeviceptr hint = (CUdeviceptr)(uintptr_t)file_map_before_init, got;
-    munmap(file_map_before_init, 2 * MB);
-    CU_OK(cuMemAddressReserve(&got, 2 * MB, 0, hint, 0));
+    munmap(file_map_before_init, 32 * MB);
+    CU_OK(cuMemAddressReserve(&got, 32 * MB, 0, hint, 0));
     assert_int_equal(got, hint);
-    CU_OK(cuMemAddressFree(got, 2 * MB));
+    CU_OK(cuMemAddressFree(got, 32 * MB));
 }
 
-/* Before cuInit: a 2 MiB-aligned shared mapping of a file. */
+/* Before cuInit: a shared mapping of a file, 32 MiB at a 32 MiB boundary
+ * (where a hint can be honoured). */
 static void map_a_file(void)
 {
     char path[] = "/tmp/simgpu-vmm-XXXXXX";
@@ -175,14 +184,14 @@ static void map_a_file(void)
     if (fd < 0)
         return;
     unlink(path);
-    if (ftruncate(fd, 2 * MB) == 0) {
-        char *r = mmap(NULL, 4 * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ftruncate(fd, 32 * MB) == 0) {
+        char *r = mmap(NULL, 64 * MB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (r != MAP_FAILED) {
-            char *a = (char *)(((uintptr_t)r + 2 * MB - 1) & ~(uintptr_t)(2 * MB - 1));
-            void *m = mmap(a, 2 * MB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+            char *a = (char *)(((uintptr_t)r + 32 * MB - 1) & ~(uintptr_t)(32 * MB - 1));
+            void *m = mmap(a, 32 * MB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
             if (a > r)
                 munmap(r, (size_t)(a - r));
-            munmap(a + 2 * MB, (size_t)(r + 4 * MB - (a + 2 * MB)));
+            munmap(a + 32 * MB, (size_t)(r + 64 * MB - (a + 32 * MB)));
             file_map_before_init = m == MAP_FAILED ? NULL : m;
         }
     }
