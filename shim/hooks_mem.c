@@ -27,7 +27,12 @@ GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 		mapping_forget_range(addr, len);
 		gaia_in_shim--;
 	}
-	if (addr && mapping_any()) {
+	/* Only a fixed address takes the shim's padding back: a hint that
+	 * lands on it is a hint the kernel does not follow, as it would not
+	 * for any other mapping there (libcuda reserves its chunks with
+	 * hints, and a chunk inside a region's padding would cost the region
+	 * its device copy at its own address). */
+	if (addr && (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && mapping_any()) {
 		gaia_in_shim++;
 		mapping_release_padding(addr, len);
 		gaia_in_shim--;

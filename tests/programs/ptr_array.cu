@@ -3,6 +3,12 @@
  * reads and writes the files through them. No mapped pointer is a kernel
  * argument: the kernel gets only the device array.
  *
+ * Between mapping the files and the first launch, the program maps
+ * memory of its own with an address hint just past each file (what
+ * libcuda does while it initialises, and allocators do): a hint is only a
+ * hint, and must not cost the files their device copy at their own
+ * address.
+ *
  * Two rounds: the CPU writes new values through the mapping, the kernel
  * does x = 2x + k through pointer k, and after cudaDeviceSynchronize the
  * mapping and pread() of both files must show it.
@@ -44,6 +50,14 @@ int main(void)
 		fd[f] = make_file(FILE_BYTES, NULL);
 		m[f] = (float *)map_file(fd[f], FILE_BYTES);
 	}
+	/* Hinted, not fixed: where the kernel puts them is its business. */
+	void *hinted[2];
+	for (int f = 0; f < 2; f++) {
+		char *hint = (char *)m[f] + FILE_BYTES + (1 << 20);
+		hinted[f] = mmap(hint, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(hinted[f] != MAP_FAILED, "mmap with a hint: %s", strerror(errno));
+		memset(hinted[f], 0x5a, 1 << 20);
+	}
 	float *host_ptrs[NPTR];
 	for (int k = 0; k < NPTR; k++)
 		host_ptrs[k] = m[k % 2] + offset_of(k);
@@ -75,6 +89,10 @@ int main(void)
 		}
 	}
 	free(buf);
+	for (int f = 0; f < 2; f++) {
+		CHECK(((unsigned char *)hinted[f])[12345] == 0x5a, "the hinted mapping lost its bytes");
+		munmap(hinted[f], 1 << 20);
+	}
 	CUDA_OK(cudaFree(d_ptrs));
 	printf("ok ptr_array\n");
 	return 0;
