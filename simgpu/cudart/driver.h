@@ -57,6 +57,10 @@ struct cudart_driver {
     PFN_cuMemcpyDtoD_v7000_ptds MemcpyDtoD_ptds;
     PFN_cuMemcpy_v7000_ptds Memcpy_ptds;
     PFN_cuMemcpyAsync_v7000_ptsz MemcpyAsync_ptsz;
+    PFN_cuMemcpy2DUnaligned_v3020 Memcpy2DUnaligned;
+    PFN_cuMemcpy2DUnaligned_v7000_ptds Memcpy2DUnaligned_ptds;
+    PFN_cuMemcpy2DAsync_v3020 Memcpy2DAsync;
+    PFN_cuMemcpy2DAsync_v7000_ptsz Memcpy2DAsync_ptsz;
     PFN_cuMemsetD8_v7000_ptds MemsetD8_ptds;
     PFN_cuMemsetD8Async_v7000_ptsz MemsetD8Async_ptsz;
     PFN_cuStreamSynchronize_v7000_ptsz StreamSynchronize_ptsz;

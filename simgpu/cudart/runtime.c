@@ -273,6 +273,65 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
     return ret(drv.MemGetInfo(free_bytes, total));
 }
 
+/* A pitched copy as the runtime hands it to the driver: the kind names
+ * the memory types (Default: the driver classifies both pointers). */
+static bool pitched_types(enum cudaMemcpyKind kind, CUmemorytype *src, CUmemorytype *dst)
+{
+    switch (kind) {
+    case cudaMemcpyHostToHost: *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_HOST; return true;
+    case cudaMemcpyHostToDevice: *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_DEVICE; return true;
+    case cudaMemcpyDeviceToHost: *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_HOST; return true;
+    case cudaMemcpyDeviceToDevice: *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_DEVICE; return true;
+    case cudaMemcpyDefault: *src = CU_MEMORYTYPE_UNIFIED, *dst = CU_MEMORYTYPE_UNIFIED; return true;
+    default: return false;
+    }
+}
+
+static void pitched_side(CUmemorytype type, const void *p, CUmemorytype *t, const void **host, CUdeviceptr *dev)
+{
+    *t = type;
+    if (type == CU_MEMORYTYPE_HOST)
+        *host = p;
+    else
+        *dev = (CUdeviceptr)(uintptr_t)p;
+}
+
+static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                            enum cudaMemcpyKind kind, cudaStream_t stream, bool ptds, bool async)
+{
+    READY();
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof(c));
+    CUmemorytype st, dt;
+    if (!pitched_types(kind, &st, &dt))
+        return record(cudaErrorInvalidMemcpyDirection);
+    if (height > 1 && (dpitch < width || spitch < width))
+        return record(cudaErrorInvalidPitchValue);
+    pitched_side(st, src, &c.srcMemoryType, &c.srcHost, &c.srcDevice);
+    pitched_side(dt, dst, &c.dstMemoryType, (const void **)&c.dstHost, &c.dstDevice);
+    c.srcPitch = spitch;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    if (async)
+        return ret(ptds ? drv.Memcpy2DAsync_ptsz(&c, stream) : drv.Memcpy2DAsync(&c, stream));
+    return ret(ptds ? drv.Memcpy2DUnaligned_ptds(&c) : drv.Memcpy2DUnaligned(&c));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                   size_t height, enum cudaMemcpyKind kind)
+{ return memcpy2d(dst, dpitch, src, spitch, width, height, kind, NULL, false, false); }
+cudaError_t CUDARTAPI cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                        size_t height, enum cudaMemcpyKind kind)
+{ return memcpy2d(dst, dpitch, src, spitch, width, height, kind, NULL, true, false); }
+cudaError_t CUDARTAPI cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream)
+{ return memcpy2d(dst, dpitch, src, spitch, width, height, kind, stream, false, true); }
+cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                             size_t width, size_t height, enum cudaMemcpyKind kind,
+                                             cudaStream_t stream)
+{ return memcpy2d(dst, dpitch, src, spitch, width, height, kind, stream, true, true); }
+
 static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, bool ptds)
 {
     READY();
@@ -285,6 +344,9 @@ static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cu
     case cudaMemcpyDeviceToDevice:
         return ret(ptds ? drv.MemcpyDtoD_ptds(d, s, count) : drv.MemcpyDtoD(d, s, count));
     case cudaMemcpyHostToHost:
+        /* One row of a pitched copy between host memory types, as static
+         * cudart 13 does it (cuMemcpy2DUnaligned, seen on an H200). */
+        return memcpy2d(dst, count, src, count, count, 1, kind, NULL, ptds, false);
     case cudaMemcpyDefault:
         return ret(ptds ? drv.Memcpy_ptds(d, s, count) : drv.Memcpy(d, s, count));
     default:

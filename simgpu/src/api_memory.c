@@ -266,6 +266,59 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return uva_copy(dst, src, n, s, true, true); }
 
+/* ---- pitched copies: row by row, each row a unified copy ---- */
+
+static CUresult row_address(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+                            size_t pitch, CUdeviceptr *out)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        *out = (CUdeviceptr)(uintptr_t)host + x + y * pitch;
+        return CUDA_SUCCESS;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+        *out = dev + x + y * pitch;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED; /* arrays: none here */
+    }
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, bool ptds, bool async)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (c->Height > 1 && ((c->srcPitch && c->srcPitch < c->WidthInBytes) ||
+                          (c->dstPitch && c->dstPitch < c->WidthInBytes)))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t y = 0; y < c->Height; y++) {
+        CUdeviceptr from, to;
+        CUresult r = row_address(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY + y,
+                                 c->srcPitch, &from);
+        if (r == CUDA_SUCCESS)
+            r = row_address(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY + y,
+                            c->dstPitch, &to);
+        if (r == CUDA_SUCCESS)
+            r = uva_copy(to, from, c->WidthInBytes, s, ptds, async);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
+{ return copy2d(c, NULL, false, false); }
+CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c)
+{ return copy2d(c, NULL, true, false); }
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
+{ return copy2d(c, NULL, false, false); }
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c)
+{ return copy2d(c, NULL, true, false); }
+CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+{ return copy2d(c, s, false, true); }
+CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s)
+{ return copy2d(c, s, true, true); }
+
 /* ---- memsets (asynchronous to the host, as on hardware) ---- */
 
 static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t count, CUstream s, bool ptds)

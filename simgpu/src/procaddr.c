@@ -70,6 +70,12 @@
     X(cuMemcpy, 7000, PT, cuMemcpy_ptds, PFN_cuMemcpy_v7000_ptds)                           \
     X(cuMemcpyAsync, 4000, 0, cuMemcpyAsync, PFN_cuMemcpyAsync_v4000)                       \
     X(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz, PFN_cuMemcpyAsync_v7000_ptsz)            \
+    X(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2, PFN_cuMemcpy2D_v3020)                             \
+    X(cuMemcpy2D, 7000, PT, cuMemcpy2D_v2_ptds, PFN_cuMemcpy2D_v7000_ptds)                  \
+    X(cuMemcpy2DUnaligned, 3020, 0, cuMemcpy2DUnaligned_v2, PFN_cuMemcpy2DUnaligned_v3020)  \
+    X(cuMemcpy2DUnaligned, 7000, PT, cuMemcpy2DUnaligned_v2_ptds, PFN_cuMemcpy2DUnaligned_v7000_ptds) \
+    X(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2, PFN_cuMemcpy2DAsync_v3020)              \
+    X(cuMemcpy2DAsync, 7000, PT, cuMemcpy2DAsync_v2_ptsz, PFN_cuMemcpy2DAsync_v7000_ptsz)   \
     X(cuMemsetD8, 3020, 0, cuMemsetD8_v2, PFN_cuMemsetD8_v3020)                             \
     X(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds, PFN_cuMemsetD8_v7000_ptds)                  \
     X(cuMemsetD32, 3020, 0, cuMemsetD32_v2, PFN_cuMemsetD32_v3020)                          \
