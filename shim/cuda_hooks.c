@@ -759,16 +759,105 @@ static bool pitched_host_side(CUmemorytype type, const void *host, CUdeviceptr u
 	return gpu_is_mapped_host(start, bytes);
 }
 
-/* Pitched copies to or from a mapping are not bounced (yet): refused
- * with an error the program sees, never made against the wrong copy. */
+/* A pitched copy with an array on either side and a mapping on the other
+ * is refused with an error the program sees, never made against the
+ * wrong copy. */
 static CUresult refuse_pitched(const char *call)
 {
 	static int once;
 	gaia_log_once(&once, GAIA_LOG_WARN,
-		      "%s with a mapped file as its host side is not supported: refused "
-		      "(CUDA_ERROR_NOT_SUPPORTED); copy row by row with cuMemcpy or cudaMemcpy",
+		      "%s between a CUDA array and a mapped file is not supported: refused "
+		      "(CUDA_ERROR_NOT_SUPPORTED); copy through device memory with cudaMemcpy2D",
 		      call);
 	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* One side of a pitched copy. */
+struct pitched_side {
+	CUmemorytype type;
+	uintptr_t base; /* host pointer or device address */
+	size_t x, y, z, pitch, height;
+};
+
+static enum gpu_copy_side side_of(CUmemorytype type)
+{
+	return type == CU_MEMORYTYPE_HOST ? GPU_COPY_HOST
+	       : type == CU_MEMORYTYPE_DEVICE ? GPU_COPY_DEVICE
+					      : GPU_COPY_UNIFIED;
+}
+
+static uintptr_t row_of(const struct pitched_side *p, size_t rows, size_t y, size_t z)
+{
+	size_t plane = p->pitch * (p->height ? p->height : rows);
+	return p->base + p->x + (p->y + y) * p->pitch + (p->z + z) * plane;
+}
+
+/* A pitched copy with a mapping on a host side, row by row: each row that
+ * touches a mapping is a 1-D copy the shim makes (gpu_copy_1d: acquired,
+ * bounced, released as cudaMemcpy's are); every other row goes to the
+ * driver as a unified copy, in the same stream order. `stream`: the
+ * stream the copy is ordered on (CU_STREAM_PER_THREAD for the per-thread
+ * forms' default), `async`: an Async form. */
+static CUresult pitched_rows(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
+			     size_t rows, size_t depth, CUstream stream, bool async, bool per_thread,
+			     const char *call)
+{
+	if (src->type == CU_MEMORYTYPE_ARRAY || dst->type == CU_MEMORYTYPE_ARRAY)
+		return refuse_pitched(call);
+	if (rows > 1 && ((src->pitch && src->pitch < width) || (dst->pitch && dst->pitch < width)))
+		return CUDA_ERROR_INVALID_VALUE;
+	__typeof__(&cuMemcpy) copy = per_thread ? REAL_OF(cuMemcpy_ptds) : REAL_OF(cuMemcpy);
+	__typeof__(&cuMemcpyAsync) copy_async = per_thread ? REAL_OF(cuMemcpyAsync_ptsz) : REAL_OF(cuMemcpyAsync);
+	if (!copy || !copy_async)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUstream order = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
+	for (size_t z = 0; z < depth; z++) {
+		for (size_t y = 0; y < rows; y++) {
+			uintptr_t from = row_of(src, rows, y, z), to = row_of(dst, rows, y, z);
+			CUresult rc;
+			if (!gpu_copy_1d((void *)to, (const void *)from, width, side_of(dst->type),
+					 side_of(src->type), order, async, &rc)) {
+				gpu_hook_depth++;
+				rc = async ? copy_async((CUdeviceptr)to, (CUdeviceptr)from, width, stream)
+					   : copy((CUdeviceptr)to, (CUdeviceptr)from, width);
+				gpu_hook_depth--;
+			}
+			if (rc != CUDA_SUCCESS)
+				return rc;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+static struct pitched_side side2d(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+				  size_t pitch)
+{
+	return (struct pitched_side){type, type == CU_MEMORYTYPE_HOST ? (uintptr_t)host : (uintptr_t)dev,
+				     x, y, 0, pitch, 0};
+}
+
+static CUresult copy2d_rows(const CUDA_MEMCPY2D *c, CUstream stream, bool async, bool per_thread,
+			    const char *call)
+{
+	struct pitched_side src = side2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
+					 c->srcPitch);
+	struct pitched_side dst = side2d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
+					 c->dstPitch);
+	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, 1, stream, async, per_thread, call);
+}
+
+static CUresult copy3d_rows(const CUDA_MEMCPY3D *c, CUstream stream, bool async, bool per_thread,
+			    const char *call)
+{
+	struct pitched_side src = {c->srcMemoryType,
+				   c->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)c->srcHost
+									 : (uintptr_t)c->srcDevice,
+				   c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight};
+	struct pitched_side dst = {c->dstMemoryType,
+				   c->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)c->dstHost
+									 : (uintptr_t)c->dstDevice,
+				   c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight};
+	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, c->Depth, stream, async, per_thread, call);
 }
 
 static bool copy2d_mapped(const CUDA_MEMCPY2D *c)
@@ -796,41 +885,41 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 	       !(dst == CU_MEMORYTYPE_DEVICE || dst == CU_MEMORYTYPE_ARRAY);
 }
 
-#define PITCHED(real, c, mapped, call, is_sync)                                 \
-	do {                                                                    \
-		if (!(real))                                                    \
-			return CUDA_ERROR_NOT_INITIALIZED;                      \
-		if (mapped(c))                                                  \
-			return refuse_pitched(__func__);                        \
-		SYNC(real, call, GPU_SYNC_COPY, rc_ == CUDA_SUCCESS && (is_sync)); \
-	} while (0)
-
-/* One wrapper per entry point: the synchronous forms (a sync when a host
- * side is involved) and the stream-ordered ones. */
-#define PITCHED_SYNC_HOOK(name, type, mapped)                                                    \
+/* The synchronous forms are a sync when a host side is involved; a copy
+ * with a mapping on a host side is the shim's, row by row. */
+#define PITCHED_SYNC_HOOK(name, type, mapped, rows_of, per_thread)                             \
 	GAIA_EXPORT CUresult CUDAAPI name(const type *pCopy)                                       \
 	{                                                                                          \
 		__typeof__(&name) real = REAL_OF(name);                                            \
-		PITCHED(real, pCopy, mapped, real(pCopy),                                          \
-			pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));         \
+		if (!real)                                                                         \
+			return CUDA_ERROR_NOT_INITIALIZED;                                         \
+		if (!gpu_hook_depth && mapped(pCopy))                                              \
+			return rows_of(pCopy, NULL, false, per_thread, #name);                     \
+		SYNC(real, real(pCopy), GPU_SYNC_COPY,                                             \
+		     rc_ == CUDA_SUCCESS &&                                                        \
+			     pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));    \
 	}
-#define PITCHED_ASYNC_HOOK(name, type, mapped)                                                   \
+#define PITCHED_ASYNC_HOOK(name, type, mapped, rows_of, per_thread)                            \
 	GAIA_EXPORT CUresult CUDAAPI name(const type *pCopy, CUstream hStream)                     \
 	{                                                                                          \
 		__typeof__(&name) real = REAL_OF(name);                                            \
-		PITCHED(real, pCopy, mapped, real(pCopy, hStream), false);                         \
+		if (!real)                                                                         \
+			return CUDA_ERROR_NOT_INITIALIZED;                                         \
+		if (!gpu_hook_depth && mapped(pCopy))                                              \
+			return rows_of(pCopy, hStream, true, per_thread, #name);                   \
+		SYNC(real, real(pCopy, hStream), GPU_SYNC_COPY, false);                            \
 	}
 
-PITCHED_SYNC_HOOK(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_SYNC_HOOK(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d_mapped)
-PITCHED_SYNC_HOOK(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d_mapped)
-PITCHED_SYNC_HOOK(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d_mapped)
-PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d_mapped)
-PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_mapped)
+PITCHED_SYNC_HOOK(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, false)
+PITCHED_SYNC_HOOK(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, true)
+PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, false)
+PITCHED_SYNC_HOOK(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, true)
+PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, false)
+PITCHED_ASYNC_HOOK(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d_mapped, copy2d_rows, true)
+PITCHED_SYNC_HOOK(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, false)
+PITCHED_SYNC_HOOK(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, true)
+PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, false)
+PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, true)
 
 /* Host registration of a mapping is the shim's (gpu_copy.c). */
 static CUresult host_register(__typeof__(&cuMemHostRegister_v2) real, void *p, size_t bytesize,

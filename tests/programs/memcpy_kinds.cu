@@ -207,17 +207,10 @@ static void kernels_between_copies(void)
  * 512 and m with pitch 1000 starting at byte 100. */
 static void copy_2d(void)
 {
-	typedef cudaError_t (*memcpy2d_fn)(void *, size_t, const void *, size_t, size_t, size_t,
-					   cudaMemcpyKind);
-	memcpy2d_fn memcpy2d = (memcpy2d_fn)dlsym(RTLD_DEFAULT, "cudaMemcpy2D");
-	if (!memcpy2d) {
-		printf("note: this CUDA runtime has no cudaMemcpy2D; the 2-D copies are not tested\n");
-		return;
-	}
 	const size_t dpitch = 512, hpitch = 1000, hoff = 100, width = 300, height = 20;
 	step = "cudaMemcpy2D pitched device buffer -> m";
 	device_fill(d, 17);
-	CUDA_OK(memcpy2d(m + hoff, hpitch, d, dpitch, width, height, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy2D(m + hoff, hpitch, d, dpitch, width, height, cudaMemcpyDeviceToHost));
 	for (size_t r = 0; r < height; r++)
 		for (size_t c = 0; c < width; c++)
 			model[hoff + r * hpitch + c] = pat(17, r * dpitch + c);
@@ -228,13 +221,47 @@ static void copy_2d(void)
 	fill(m, 0, NB, 18);
 	fill(model, 0, NB, 18);
 	device_fill(d, 19);
-	CUDA_OK(memcpy2d(d, dpitch, m + hoff, hpitch, width, height, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy2D(d, dpitch, m + hoff, hpitch, width, height, cudaMemcpyHostToDevice));
 	unsigned char *want = (unsigned char *)malloc(NB);
 	fill(want, 0, NB, 19);
 	for (size_t r = 0; r < height; r++)
 		for (size_t c = 0; c < width; c++)
 			want[r * dpitch + c] = pat(18, hoff + r * hpitch + c);
 	device_is(step, d, want);
+
+	step = "cudaMemcpy2DAsync pitched device buffer -> m, then cudaStreamSynchronize";
+	cudaStream_t s;
+	CUDA_OK(cudaStreamCreate(&s));
+	device_fill(d, 22);
+	CUDA_OK(cudaMemcpy2DAsync(m + hoff, hpitch, d, dpitch, width, height, cudaMemcpyDeviceToHost, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++)
+			model[hoff + r * hpitch + c] = pat(22, r * dpitch + c);
+	file_is_model(step);
+	kernel_sees_model(step);
+
+	step = "cudaMemcpy2DAsync m -> pitched device buffer, after CPU stores";
+	fill(m, 0, NB, 23);
+	fill(model, 0, NB, 23);
+	device_fill(d, 24);
+	CUDA_OK(cudaMemcpy2DAsync(d, dpitch, m + hoff, hpitch, width, height, cudaMemcpyHostToDevice, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(want, 0, NB, 24);
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++)
+			want[r * dpitch + c] = pat(23, hoff + r * hpitch + c);
+	device_is(step, d, want);
+
+	step = "cudaMemcpy2D HostToHost m -> malloc with pitches";
+	memset(h, 0, NB);
+	CUDA_OK(cudaMemcpy2D(h, dpitch, m + hoff, hpitch, width, height, cudaMemcpyHostToHost));
+	memset(want, 0, NB);
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++)
+			want[r * dpitch + c] = pat(23, hoff + r * hpitch + c);
+	same(step, h, want, NB);
+	CUDA_OK(cudaStreamDestroy(s));
 	free(want);
 }
 
