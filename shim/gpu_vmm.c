@@ -186,37 +186,35 @@ void gpu_vmm_guard_end(void)
  * move drops the userfaultfd registration. */
 void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len)
 {
-	enum { TRIES = 8 };
-	void *blocked[TRIES];
-	size_t nblocked = 0;
-	void *t = MAP_FAILED;
-	for (;;) {
-		t = REAL(mmap)(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (t == MAP_FAILED)
-			break;
-		uintptr_t a = (uintptr_t)t;
-		if (!avoid_len || a >= avoid + avoid_len || a + len <= avoid)
-			break;
-		/* Keep this spot taken so that the next try lands elsewhere. */
-		if (nblocked == TRIES) {
-			REAL(munmap)(t, len);
-			t = MAP_FAILED;
-			errno = EADDRINUSE;
-			break;
-		}
-		blocked[nblocked++] = t;
-	}
-	int err = errno;
-	for (size_t i = 0; i < nblocked; i++)
-		REAL(munmap)(blocked[i], len);
+	/* Room for the move and twice the span to avoid: wherever the kernel
+	 * puts it, one of its two ends lies outside the span by len or more.
+	 * The rest is given back once the spot is taken. */
+	size_t room = avoid_len ? avoid_len + 2 * len : len;
+	void *t = REAL(mmap)(NULL, room, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (t == MAP_FAILED) {
-		errno = err;
+		gaia_debug("no room to move %zu bytes aside: %s", len, strerror(errno));
 		return NULL;
 	}
-	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, t);
+	uintptr_t r = (uintptr_t)t, spot = r;
+	if (avoid_len) {
+		uintptr_t left_end = avoid < r ? r : avoid < r + room ? avoid : r + room;
+		uintptr_t right = avoid + avoid_len > r ? avoid + avoid_len : r;
+		spot = left_end - r >= len ? r : right;
+		if (spot < r || spot + len > r + room) {
+			REAL(munmap)(t, room);
+			errno = EADDRINUSE;
+			return NULL;
+		}
+		if (spot > r)
+			REAL(munmap)(t, spot - r);
+		if (spot + len < r + room)
+			REAL(munmap)((void *)(spot + len), r + room - (spot + len));
+	}
+	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
 	if (moved == MAP_FAILED) {
-		err = errno;
-		REAL(munmap)(t, len);
+		int err = errno;
+		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr, strerror(err));
+		REAL(munmap)((void *)spot, len);
 		errno = err;
 		return NULL;
 	}
