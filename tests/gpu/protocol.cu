@@ -129,6 +129,19 @@ static uint64_t htod_bytes(void)
 #endif
 }
 
+/* Bytes moved are counted by the simulated device; a real one does not
+ * say. There the checks on them are left out, with a note. */
+static bool bytes_counted(const char *what)
+{
+#ifndef __CUDACC__
+	(void)what;
+	return true;
+#else
+	printf("note: %s not checked (bytes moved are counted by the simulated device only)\n", what);
+	return false;
+#endif
+}
+
 /* --- cases --- */
 
 /* A launch sees the CPU's stores and write()s made before it. */
@@ -270,7 +283,8 @@ static void case_bytes_moved(void)
 	launch_copy(m, d, bytes);
 	CUDA_OK(cudaDeviceSynchronize());
 	uint64_t h1 = htod_bytes();
-	CHECK(h1 - h0 == bytes, "first launch uploaded %llu bytes, the region is %zu",
+	bool counted = bytes_counted("bytes uploaded per launch");
+	CHECK(!counted || h1 - h0 == bytes, "first launch uploaded %llu bytes, the region is %zu",
 	      (unsigned long long)(h1 - h0), bytes);
 	m[3 * PAGE] = 1;
 	m[100 * PAGE + 5] = 2;
@@ -278,11 +292,11 @@ static void case_bytes_moved(void)
 	launch_copy(m, d, bytes);
 	CUDA_OK(cudaDeviceSynchronize());
 	uint64_t h2 = htod_bytes();
-	CHECK(h2 - h1 == 3 * PAGE, "second launch uploaded %llu bytes for 3 changed pages",
+	CHECK(!counted || h2 - h1 == 3 * PAGE, "second launch uploaded %llu bytes for 3 changed pages",
 	      (unsigned long long)(h2 - h1));
 	launch_copy(m, d, bytes);
 	CUDA_OK(cudaDeviceSynchronize());
-	CHECK(htod_bytes() == h2, "a clean launch uploaded %llu bytes",
+	CHECK(!counted || htod_bytes() == h2, "a clean launch uploaded %llu bytes",
 	      (unsigned long long)(htod_bytes() - h2));
 }
 
@@ -469,7 +483,7 @@ static void case_peer_read(void)
 	for (size_t i = 0; i < bytes; i++)
 		CHECK(got[i] == pattern[i], "byte %zu: %u, want %u", i, got[i], pattern[i]);
 	uint64_t from_device = dtoh_bytes() - before;
-	CHECK(from_device >= (64 - resident) * PAGE,
+	CHECK(!bytes_counted("bytes read from the device") || from_device >= (64 - resident) * PAGE,
 	      "%zu pages were not resident but only %llu bytes came from the device", 64 - resident,
 	      (unsigned long long)from_device);
 	/* read() at the descriptor's position too. */
@@ -607,7 +621,8 @@ static void case_explicit_device_calls(void)
 	uint64_t before = htod_bytes();
 	CHECK(acquire(m, bytes, 0) == 0, "gaia_macquire(device 0): %s", strerror(errno));
 	uint64_t acquired = htod_bytes() - before;
-	CHECK(acquired >= bytes, "gaia_macquire uploaded %llu bytes of %zu", (unsigned long long)acquired,
+	bool counted = bytes_counted("bytes gaia_macquire uploaded");
+	CHECK(!counted || acquired >= bytes, "gaia_macquire uploaded %llu bytes of %zu", (unsigned long long)acquired,
 	      bytes);
 	unsigned char *out;
 	CUDA_OK(cudaMalloc((void **)&out, bytes));
@@ -615,7 +630,7 @@ static void case_explicit_device_calls(void)
 	SIMGPU_LAUNCH(copy_bytes, 8, 128, 0, 0)(m, out, (unsigned long long)bytes);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
-	CHECK(htod_bytes() - before < PAGE, "the launch after gaia_macquire uploaded %llu bytes",
+	CHECK(!counted || htod_bytes() - before < PAGE, "the launch after gaia_macquire uploaded %llu bytes",
 	      (unsigned long long)(htod_bytes() - before));
 	static unsigned char seen[8 * PAGE];
 	CUDA_OK(cudaMemcpy(seen, out, bytes, cudaMemcpyDeviceToHost));
