@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# hwtest.sh — every CUDA program of the tree run the way a user runs it, as
+# one table: the demo, tests/programs, tests/gpu/protocol's cases under the
+# shim with each backing (auto, managed, vmm), and the workloads without the
+# shim (copy, managed, cpu) and in gaia mode under it.
+#
+#   tools/hwtest.sh [--build DIR] [--gpu | --simulated] [--quick]
+#                   [--markdown FILE] [--logs DIR] [--timeout SECONDS]
+#                   [--only REGEX] [--preload LIST]
+#
+# --gpu runs the nvcc builds (make hwtest builds them: build/hwtest/,
+# build/demo/gaia_demo_cuda, the workloads' nvcc builds) on the real GPU;
+# --simulated runs the g++ builds on the simulated GPU (build/simgpu). The
+# default is --gpu when `nvidia-smi -L` finds a GPU. Each run has TIMEOUT
+# seconds (60). The programs check themselves (exit 0 pass, 1 fail, 77
+# skip); the workloads print status=ok and identical=1 (collage, stitch) or
+# validated=1 (sssp). --quick: one backing per program, fewer protocol cases,
+# smaller inputs. --only: the runs whose "program mode" matches REGEX.
+# --preload: what LD_PRELOAD gets for runs under the shim (default
+# DIR/libgaia.so; sanitizer builds put their runtime first). Full output of
+# each run: --logs (default DIR/hwtest/logs-gpu or -simulated). The table
+# goes to stdout and, as Markdown, to FILE (default DIR/hwtest.md). Exit 1
+# if a run failed or timed out, after the whole table; 2 for bad arguments.
+set -u
+build=build
+target=
+quick=0
+markdown=
+logs=
+timeout_s=60
+only=
+preload=
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--build) build=$2; shift 2 ;;
+	--build=*) build=${1#*=}; shift ;;
+	--gpu) target=gpu; shift ;;
+	--simulated) target=simulated; shift ;;
+	--quick) quick=1; shift ;;
+	--markdown) markdown=$2; shift 2 ;;
+	--markdown=*) markdown=${1#*=}; shift ;;
+	--logs) logs=$2; shift 2 ;;
+	--logs=*) logs=${1#*=}; shift ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--timeout=*) timeout_s=${1#*=}; shift ;;
+	--only) only=$2; shift 2 ;;
+	--only=*) only=${1#*=}; shift ;;
+	--preload) preload=$2; shift 2 ;;
+	--preload=*) preload=${1#*=}; shift ;;
+	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+	*) echo "hwtest: unknown argument $1 (--help lists them)" >&2; exit 2 ;;
+	esac
+done
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "hwtest: --timeout takes a positive number of seconds" >&2; exit 2; }
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "hwtest: no build directory (run make first)" >&2; exit 2; }
+if [[ -z $target ]]; then
+	if nvidia-smi -L >/dev/null 2>&1; then target=gpu; else target=simulated; fi
+fi
+markdown=${markdown:-$build/hwtest.md}
+preload=${preload:-$build/libgaia.so}
+logs=${logs:-$build/hwtest/logs-$target}
+mkdir -p "$logs" || exit 2
+rm -f "$logs"/*.log
+work=$(mktemp -d "${TMPDIR:-/tmp}/gaia-hwtest.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/tmp"
+
+source=$(cd "$(dirname "$0")/.." && pwd)
+graphtool=$build/workloads/gunrock/gunrock-graph
+if [[ $target == gpu ]]; then
+	demo=$build/demo/gaia_demo_cuda
+	programs=$build/hwtest
+	protocol=$build/hwtest/protocol
+	collage=$build/workloads/mosaic/nvcc/collage
+	stitch=$build/workloads/mosaic/nvcc/stitch
+	sssp=$build/workloads/gunrock/sssp-cuda
+	base_env=()
+	devices=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	where="$(nvidia-smi -L 2>/dev/null | head -n 1)"
+else
+	demo=$build/demo/gaia_demo
+	programs=$build/tests/programs
+	protocol=$build/tests/gpu/protocol
+	collage=$build/workloads/mosaic/collage
+	stitch=$build/workloads/mosaic/stitch
+	sssp=$build/workloads/gunrock/sssp
+	base_env=("LD_LIBRARY_PATH=$build/simgpu" SIMGPU_WORKERS=2 SIMGPU_MEM_MB=256)
+	devices=2 # SIMGPU_DEVICES=2 where a case needs two
+	where="simulated GPU ($build/simgpu)"
+fi
+shim_env=("LD_PRELOAD=$preload" GAIA_MIN_MAP_KB=4)
+
+# ---- one run
+
+names=() modes=() results=() secs=() lasts=()
+failed=0
+row() { # PROGRAM MODE RESULT SECONDS LAST
+	names+=("$1") modes+=("$2") results+=("$3") secs+=("$4") lasts+=("$5")
+	printf '%-38s %-14s %-8s %8s  %s\n' "$1" "$2" "$3" "$4" "$5"
+	[[ $3 == FAIL || $3 == timeout ]] && failed=1
+	return 0
+}
+
+# run PROGRAM MODE CHECK [VAR=VALUE...] -- COMMAND...
+# CHECK: exit (0 pass, 77 skip), mosaic (and status=ok identical=1), sssp
+# (and validated=1).
+run() {
+	local prog=$1 mode=$2 check=$3 vars=() cmd log t0 t1 rc result last
+	shift 3
+	while [[ $# -gt 0 && $1 != -- ]]; do vars+=("$1"); shift; done
+	shift
+	[[ -n $only && ! "$prog $mode" =~ $only ]] && return 0
+	log=$logs/$(tr -c 'A-Za-z0-9_.-' _ <<<"${prog}_$mode" | sed 's/_*$//').log
+	if [[ ! -x $1 ]]; then
+		row "$prog" "$mode" FAIL 0 "missing: $1 (make hwtest builds it)"
+		return 0
+	fi
+	t0=$(date +%s.%N)
+	(cd "$work" && TMPDIR=$work/tmp timeout -k 5 "$timeout_s" env "${base_env[@]}" "${vars[@]}" "$@") >"$log" 2>&1 </dev/null
+	rc=$?
+	t1=$(date +%s.%N)
+	last=$(grep -v -e '^gaia: ' -e '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-110)
+	case $rc in
+	0) result=pass ;;
+	77) result=skip; last="exit 77${last:+: $last}" ;;
+	124 | 137) result=timeout; last="no end after ${timeout_s} s; $last" ;;
+	*) result=FAIL; last="exit $rc: $last" ;;
+	esac
+	if [[ $result == pass && $check == mosaic ]] && ! grep -q 'status=ok.*identical=1' "$log"; then
+		result=FAIL last="no status=ok identical=1: $last"
+	elif [[ $result == pass && $check == sssp ]] && ! grep -q '^RESULT .*validated=1' "$log"; then
+		result=FAIL last="no validated RESULT: $last"
+	fi
+	row "$prog" "$mode" "$result" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" "$last"
+}
+
+echo "hwtest: $target: $where; $(date -u '+%Y-%m-%d %H:%M UTC'); $(uname -sr)"
+echo
+printf '%-38s %-14s %-8s %8s  %s\n' program mode result seconds "last line"
+printf '%-38s %-14s %-8s %8s  %s\n' -------------------------------------- -------------- -------- -------- ---------
+
+backings=(auto managed vmm)
+[[ $quick == 1 ]] && backings=(auto)
+
+# ---- the demo and tests/programs, under the shim
+for b in "${backings[@]}"; do
+	run gaia_demo "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- "$demo" "$work/demo.dat" 4
+done
+# Every tests/programs/*.cu. ptr_array, ptr_in_file and odd_sizes rely on
+# vmm's same-address replica (tests/programs/CMakeLists.txt): not run with
+# managed. oom_launch needs a device smaller than its file (a 32 MiB
+# simulated one; on a real GPU it skips itself).
+for src in "$source"/tests/programs/*.cu; do
+	p=$(basename "$src" .cu)
+	for b in "${backings[@]}"; do
+		case $p:$b in ptr_array:managed | ptr_in_file:managed | odd_sizes:managed) continue ;; esac
+		extra=()
+		[[ $p == oom_launch ]] && extra=(SIMGPU_MEM_MB=32)
+		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p"
+	done
+done
+
+# ---- tests/gpu/protocol, the cases CTest runs (tests/gpu/CMakeLists.txt)
+cases=(launch_sees_cpu sync_publishes false_sharing same_byte cpu_store_invisible private bytes_moved
+	launch_after_launch peer_read touch_during_first_launch mprotect_writable truncated_while_mapped
+	map_fixed_over_replica explicit_device_calls two_devices_01 two_devices_10 late_fault_after_move)
+[[ $quick == 1 ]] && cases=(launch_sees_cpu sync_publishes false_sharing same_byte map_fixed_over_replica two_devices_10)
+for c in "${cases[@]}"; do
+	for b in "${backings[@]}"; do
+		[[ $c == late_fault_after_move && $b != vmm ]] && continue # only vmm moves a region aside
+		extra=()
+		if [[ $c == two_devices_* ]]; then
+			if [[ $devices -lt 2 ]]; then
+				[[ -z $only || "protocol $c shim $b" =~ $only ]] &&
+					row "protocol $c" "shim $b" skip 0 "needs two GPUs, found $devices"
+				continue
+			fi
+			extra=(SIMGPU_DEVICES=2)
+		fi
+		run "protocol $c" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$protocol" "$c"
+	done
+done
+
+# ---- the workloads: inputs as bench_mosaic.sh and the gunrock tests make them
+images=32768 rows=4 cols=8 scale=14
+[[ $quick == 1 ]] && images=2048 rows=1 cols=4 scale=10
+data=$work/data
+mkdir -p "$data"
+prepared=1
+if ! { "$collage" gendb "$data/db" --images "$images" --seed 1 &&
+	"$collage" genimage "$data/input.png" --width 1024 --height 768 --seed 1 &&
+	"$stitch" gen "$data/tiles" --rows "$rows" --cols "$cols" --seed 1 &&
+	"$graphtool" rmat --scale="$scale" --edge-factor=8 -o "$data/g"; } >"$logs/inputs.log" 2>&1; then
+	prepared=0
+	row inputs "-" FAIL 0 "making the workloads' inputs: $(tail -n 1 "$logs/inputs.log")"
+fi
+if [[ $prepared == 1 ]]; then
+	# the simulated device holds the database twice (copy mode, a replica)
+	db_mib=$((images * 8192 / 1048576))
+	mem=(SIMGPU_MEM_MB=$((2 * db_mib + 256)))
+	[[ $quick == 1 ]] && workload_backings=(auto) || workload_backings=(auto managed vmm)
+	for m in copy managed; do
+		run collage "$m" mosaic "${mem[@]}" -- "$collage" run --db "$data/db" --input "$data/input.png" --mode "$m" --verify
+	done
+	for b in "${workload_backings[@]}"; do
+		run collage "gaia $b" mosaic "${mem[@]}" "${shim_env[@]}" "GAIA_BACKING=$b" -- \
+			"$collage" run --db "$data/db" --input "$data/input.png" --mode gaia --verify
+	done
+	for m in cpu managed; do
+		run stitch "$m" mosaic "${mem[@]}" -- "$stitch" run --tiles "$data/tiles" --out "$data/canvas_$m.pgm" --mode "$m" --verify
+	done
+	for b in "${workload_backings[@]}"; do
+		run stitch "gaia $b" mosaic "${mem[@]}" "${shim_env[@]}" "GAIA_BACKING=$b" -- \
+			"$stitch" run --tiles "$data/tiles" --out "$data/canvas_gaia_$b.pgm" --mode gaia --verify
+	done
+	for m in copy managed; do
+		run sssp "$m" sssp -- "$sssp" --mode="$m" --validate --iterations=2 "$data/g.csr"
+	done
+	for b in "${workload_backings[@]}"; do
+		run sssp "gaia $b" sssp "${shim_env[@]}" "GAIA_BACKING=$b" -- \
+			"$sssp" --mode=gaia --validate --iterations=2 "$data/g.csr"
+	done
+fi
+
+# ---- Markdown
+{
+	echo "# hwtest ($target)"
+	echo
+	echo "$where; $(date -u '+%Y-%m-%d %H:%M UTC'); $(uname -sr); tools/hwtest.sh$([[ $quick == 1 ]] && echo ' --quick')."
+	echo
+	echo "| program | mode | result | seconds | last line |"
+	echo "|---|---|---|---|---|"
+	for i in "${!names[@]}"; do
+		printf '| %s | %s | %s | %s | %s |\n' "${names[$i]}" "${modes[$i]}" "${results[$i]}" "${secs[$i]}" \
+			"$(sed 's/|/\\|/g' <<<"${lasts[$i]}")"
+	done
+} >"$markdown" || { echo "hwtest: cannot write $markdown" >&2; exit 2; }
+
+n_pass=0 n_skip=0 n_fail=0
+for r in "${results[@]}"; do
+	case $r in pass) n_pass=$((n_pass + 1)) ;; skip) n_skip=$((n_skip + 1)) ;; *) n_fail=$((n_fail + 1)) ;; esac
+done
+echo
+echo "hwtest: $n_pass passed, $n_skip skipped, $n_fail failed of ${#results[@]} runs; table in $markdown, logs in $logs"
+exit $failed
