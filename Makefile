@@ -2,6 +2,10 @@
 #   make            build everything into build/
 #   make demo       build and run the main demo
 #   make test       build and run every test (CTest)
+#   make hwcheck    the hardware checks, one table (build/hwcheck.md); on the
+#                   simulated GPU when no GPU is found
+#   make hwtest     every CUDA program under the shim and the workloads in every
+#                   mode, one table (build/hwtest.md); simulated GPU likewise
 #   make test-asan  every test under ASan+UBSan; make test-tsan under TSan
 #   make soak       the stress tests for SOAK_SECONDS (600) and SOAK_KILL9_TRIALS
 #                   (5000) kill -9 trials of each crash test, in build/
@@ -69,6 +73,29 @@ demo: all
 	else \
 	  echo "demo: no GPU here: on the simulated GPU ($(BUILD)/simgpu)"; \
 	  LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(DEMO_ENV) $(BUILD)/demo/gaia_demo; \
+	fi
+
+# The hardware checks (tools/hwcheck): the nvcc build on the GPU when
+# nvidia-smi finds one, else the g++ build on the simulated GPU, whose
+# answers are marked simulated (and the rest needs a GPU).
+.PHONY: hwcheck hwtest
+hwcheck: all
+	@if nvidia-smi -L >/dev/null 2>&1 && cmake --build $(BUILD) --target gaia_hwcheck_cuda >/dev/null 2>&1; then \
+	  $(BUILD)/tools/gaia-hwcheck-cuda --markdown $(BUILD)/hwcheck.md; \
+	else \
+	  echo "hwcheck: no GPU here, or no nvcc build: on the simulated GPU ($(BUILD)/simgpu)"; \
+	  LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(BUILD)/tools/gaia-hwcheck --markdown $(BUILD)/hwcheck.md; \
+	fi
+
+# The demo, tests/programs and tests/gpu/protocol under the shim with each
+# backing, and the workloads in every mode (tools/hwtest.sh): the nvcc
+# builds on the GPU when nvidia-smi finds one, else the simulated GPU.
+hwtest: all
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+	  cmake --build $(BUILD) --target hwtest_cuda -j $(JOBS) && bash tools/hwtest.sh --gpu --build $(BUILD); \
+	else \
+	  echo "hwtest: no GPU here: on the simulated GPU ($(BUILD)/simgpu)"; \
+	  bash tools/hwtest.sh --simulated --build $(BUILD); \
 	fi
 
 test: all
