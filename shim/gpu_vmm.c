@@ -277,10 +277,26 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		gpu_vmm_guard_end();
 		return -err;
 	}
+	/* The span is held (a placeholder where it is free: the region's
+	 * place and its padding; anything else there makes the reservation
+	 * fail, as it would) until the driver maps its reservation there:
+	 * the driver's own mappings made meanwhile (it allocates as it
+	 * reserves) would otherwise land in the hole, the highest free one. */
+	void *held = REAL(mmap)((void *)span_start, reserve_len, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (held != MAP_FAILED && held != (void *)span_start) {
+		REAL(munmap)(held, reserve_len); /* a kernel that took it as a hint */
+		held = MAP_FAILED;
+	}
+	mapping_steer_begin(span_start, reserve_len);
 	gaia_tsan_ignore_begin();
-	int rc = cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,
-				     span_start, span_len, reserve_len);
+	int rc = held == MAP_FAILED ? -EADDRINUSE
+				    : cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len,
+							  m->exec.writable, span_start, span_len, reserve_len);
 	gaia_tsan_ignore_end();
+	bool taken = mapping_steer_end();
+	if (rc && held != MAP_FAILED && !taken)
+		REAL(munmap)(held, reserve_len); /* still the shim's placeholder */
 	int back = gpu_vmm_move_back(m, aside, m->start, m->len);
 	gpu_vmm_guard_end();
 	if (back && !rc) {

@@ -12,8 +12,33 @@
 
 #define GAIA_EXPORT __attribute__((visibility("default")))
 
+static uintptr_t steer_start; /* atomics */
+static size_t steer_len;
+static bool steer_taken;
+
+void mapping_steer_begin(uintptr_t start, size_t len)
+{
+	__atomic_store_n(&steer_taken, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&steer_len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&steer_start, start, __ATOMIC_RELEASE);
+}
+
+bool mapping_steer_end(void)
+{
+	__atomic_store_n(&steer_start, 0, __ATOMIC_RELEASE);
+	return __atomic_load_n(&steer_taken, __ATOMIC_ACQUIRE);
+}
+
 GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset)
 {
+	uintptr_t steer = __atomic_load_n(&steer_start, __ATOMIC_ACQUIRE);
+	if (steer && (uintptr_t)addr == steer && len == __atomic_load_n(&steer_len, __ATOMIC_RELAXED) &&
+	    (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED)) {
+		void *p = REAL(mmap)(addr, len, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, offset);
+		if (p == addr)
+			__atomic_store_n(&steer_taken, true, __ATOMIC_RELEASE);
+		return p;
+	}
 	if (gaia_in_shim)
 		return REAL(mmap)(addr, len, prot, flags, fd, offset);
 	char path[PATH_MAX];

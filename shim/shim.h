@@ -205,6 +205,14 @@ struct placement {
 	size_t pad_len;
 };
 GAIA_HIDDEN void mapping_place(size_t len, struct placement *place);
+/* While the shim asks the driver to reserve [start, start+len) (vmm), the
+ * span holds a PROT_NONE placeholder of the shim's, so that no other
+ * mapping lands there meanwhile; the driver's own mmap of exactly that span
+ * at that address (a hint, or MAP_FIXED_NOREPLACE) is made MAP_FIXED over
+ * the placeholder. _end says whether the driver's mmap came. One span at a
+ * time (the caller holds the vmm move lock). */
+GAIA_HIDDEN void mapping_steer_begin(uintptr_t start, size_t len);
+GAIA_HIDDEN bool mapping_steer_end(void);
 GAIA_HIDDEN void mapping_place_done(struct placement *place, void *mapped);
 /* Gives the padding after a placed mapping to the managed mapping at addr
  * (freed with it); unmaps it when addr is not managed. */
