@@ -67,6 +67,7 @@
 	X(launch_kernel, "cuLaunchKernel", PFN_cuLaunchKernel_v4000)             \
 	X(func_param_info, "cuFuncGetParamInfo", PFN_cuFuncGetParamInfo_v12040)  \
 	X(kernel_param_info, "cuKernelGetParamInfo", PFN_cuKernelGetParamInfo_v12040) \
+	X(func_load, "cuFuncLoad", PFN_cuFuncLoad_v12040)                        \
 	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)
 
 static struct driver {
@@ -384,6 +385,15 @@ static void load_diff_kernel(void)
 	if (CU_CHECK(drv.module_get_function(&diff_kernel.gather, mod, GPU_GATHER_KERNEL),
 		     "cuModuleGetFunction " GPU_GATHER_KERNEL))
 		diff_kernel.gather = NULL;
+	/* Loaded now, not at their first launch: under CUDA's lazy loading
+	 * (the default) a kernel first launched while another one runs
+	 * waits for the device, and a program kernel spinning on the host
+	 * would never let it (seen on an H200). */
+	if (drv.func_load) {
+		(void)CU_CHECK(drv.func_load(diff_kernel.fn), "cuFuncLoad " GPU_DIFF_KERNEL);
+		if (diff_kernel.gather)
+			(void)CU_CHECK(drv.func_load(diff_kernel.gather), "cuFuncLoad " GPU_GATHER_KERNEL);
+	}
 }
 
 /* --- replicas --- */
@@ -633,11 +643,20 @@ const struct device_ops cuda_device_ops = {
 
 /* --- creating replicas --- */
 
+/* A writable replica's base copies and the diff's answer buffer (a byte a
+ * page), allocated with the replica, and the diff kernel loaded: at a sync
+ * the program's kernels may still run, and neither a module load nor an
+ * allocation may have to wait for them then. */
 static int alloc_base(struct cuda_replica *r, bool writable)
 {
 	if (!writable)
 		return 0;
-	return CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
+	pthread_once(&diff_kernel.once, load_diff_kernel);
+	int rc = CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
+	size_t pages = (r->len + PG - 1) / PG;
+	if (!rc && diff_kernel.fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
+		r->changed_pages = pages;
+	return rc;
 }
 
 static int create_managed(struct cuda_replica *r, bool writable)

@@ -131,6 +131,18 @@ int main(void)
 	CUDA_OK(cudaSetDevice(0));
 	int *flag;
 	CUDA_OK(cudaMallocManaged((void **)&flag, sizeof(int), cudaMemAttachGlobal));
+	/* Both kernels loaded before either waits on the other: under CUDA's
+	 * lazy loading (the default since CUDA 12.2) a kernel first launched
+	 * while another one runs waits for the device, so without this the
+	 * program hangs on a real GPU with or without the shim. */
+	unsigned char *scratch;
+	CUDA_OK(cudaMalloc((void **)&scratch, MARK_BYTES));
+	*flag = 1;
+	SIMGPU_LAUNCH(spin, 1, 1, 0, 0)(flag, scratch, 0ll);
+	SIMGPU_LAUNCH(work, 1, 1, 0, 0)(scratch, 0ull, 0ull);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaFree(scratch));
 	*flag = 0;
 	for (int nb = 1; nb >= 0; nb--)
 		for (int how = WAIT_STREAM; how <= WAIT_QUERY; how++)
