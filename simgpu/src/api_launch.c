@@ -141,12 +141,17 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
     return launch_ex(config, f, kernelParams, extra, true);
 }
 
-CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+/* A parameter of the kernel a handle names, found by `find` (a CUfunction
+ * is the host stub, a CUkernel the descriptor): INVALID_HANDLE for the
+ * other kind, INVALID_VALUE past the last parameter (both as seen on an
+ * H200, driver 580). */
+static CUresult param_info(const void *handle, const struct simgpu_kernel_desc *(*find)(const void *),
+                           size_t paramIndex, size_t *paramOffset, size_t *paramSize)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    const struct simgpu_kernel_desc *k = sim_kernel_find((const void *)func);
+    const struct simgpu_kernel_desc *k = find(handle);
     if (!k)
         return CUDA_ERROR_INVALID_HANDLE;
     if (paramIndex >= k->nparams)
@@ -158,23 +163,14 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *
     return CUDA_SUCCESS;
 }
 
-/* CUkernel handles only; past the last parameter INVALID_VALUE (both as
- * seen on an H200, driver 580). */
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    return param_info((const void *)func, sim_kernel_find, paramIndex, paramOffset, paramSize);
+}
+
 CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
 {
-    CUresult r = sim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    const struct simgpu_kernel_desc *k = sim_kernel_of_handle((const void *)kernel);
-    if (!k)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (paramIndex >= k->nparams)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (paramOffset)
-        *paramOffset = k->param_offset[paramIndex];
-    if (paramSize)
-        *paramSize = k->param_size[paramIndex];
-    return CUDA_SUCCESS;
+    return param_info((const void *)kernel, sim_kernel_of_handle, paramIndex, paramOffset, paramSize);
 }
 
 CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
