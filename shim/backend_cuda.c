@@ -361,39 +361,69 @@ int cuda_replica_synchronize(const struct cuda_replica *r)
 
 /* --- the diff kernel --- */
 
-static struct {
-	pthread_once_t once;
+/* A module belongs to the context that loaded it: each context a replica
+ * lives in gets its own (loaded in that context, current when asked). */
+struct diff_kernels {
+	CUcontext ctx;
 	CUfunction fn;     /* NULL: diff on the host */
 	CUfunction gather; /* NULL: a sync's changes come down as replica + base */
-} diff_kernel = {PTHREAD_ONCE_INIT, NULL, NULL};
+};
+#define DIFF_CONTEXTS 64
+static struct diff_kernels diff_kernels[DIFF_CONTEXTS];
+static unsigned n_diff_kernels;
+static pthread_mutex_t diff_kernels_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct diff_kernels no_diff_kernels;
 
-static void load_diff_kernel(void)
+static void load_diff_kernels(struct diff_kernels *k)
 {
 	const char *ptx = gpu_diff_ptx();
 	if (!ptx || !drv.module_load_data || !drv.module_get_function || !drv.launch_kernel) {
-		gaia_info("no diff kernel (%s): syncs compare pages on the host",
-			  ptx ? "the driver lacks module loading" : "built without nvcc");
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_INFO, "no diff kernel (%s): syncs compare pages on the host",
+			      ptx ? "the driver lacks module loading" : "built without nvcc");
 		return;
 	}
 	CUmodule mod;
 	if (CU_CHECK(drv.module_load_data(&mod, ptx), "cuModuleLoadData (diff kernel)") ||
-	    CU_CHECK(drv.module_get_function(&diff_kernel.fn, mod, GPU_DIFF_KERNEL),
+	    CU_CHECK(drv.module_get_function(&k->fn, mod, GPU_DIFF_KERNEL),
 		     "cuModuleGetFunction " GPU_DIFF_KERNEL)) {
-		diff_kernel.fn = NULL;
+		k->fn = NULL;
 		return;
 	}
-	if (CU_CHECK(drv.module_get_function(&diff_kernel.gather, mod, GPU_GATHER_KERNEL),
+	if (CU_CHECK(drv.module_get_function(&k->gather, mod, GPU_GATHER_KERNEL),
 		     "cuModuleGetFunction " GPU_GATHER_KERNEL))
-		diff_kernel.gather = NULL;
+		k->gather = NULL;
 	/* Loaded now, not at their first launch: under CUDA's lazy loading
 	 * (the default) a kernel first launched while another one runs
 	 * waits for the device, and a program kernel spinning on the host
 	 * would never let it (seen on an H200). */
 	if (drv.func_load) {
-		(void)CU_CHECK(drv.func_load(diff_kernel.fn), "cuFuncLoad " GPU_DIFF_KERNEL);
-		if (diff_kernel.gather)
-			(void)CU_CHECK(drv.func_load(diff_kernel.gather), "cuFuncLoad " GPU_GATHER_KERNEL);
+		(void)CU_CHECK(drv.func_load(k->fn), "cuFuncLoad " GPU_DIFF_KERNEL);
+		if (k->gather)
+			(void)CU_CHECK(drv.func_load(k->gather), "cuFuncLoad " GPU_GATHER_KERNEL);
 	}
+}
+
+/* The diff kernels of the current context (the replica's), loaded the
+ * first time a context asks. */
+static const struct diff_kernels *diff_kernels_here(void)
+{
+	CUcontext ctx = NULL;
+	if (!drv.ctx_get_current || drv.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)
+		return &no_diff_kernels;
+	pthread_mutex_lock(&diff_kernels_lock);
+	const struct diff_kernels *found = &no_diff_kernels;
+	for (unsigned i = 0; i < n_diff_kernels; i++)
+		if (diff_kernels[i].ctx == ctx)
+			found = &diff_kernels[i];
+	if (found == &no_diff_kernels && n_diff_kernels < DIFF_CONTEXTS) {
+		struct diff_kernels *k = &diff_kernels[n_diff_kernels++];
+		k->ctx = ctx;
+		load_diff_kernels(k);
+		found = k;
+	}
+	pthread_mutex_unlock(&diff_kernels_lock);
+	return found;
 }
 
 /* --- replicas --- */
@@ -513,12 +543,12 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 			void (*changed)(uint64_t, uint64_t, void *), void *arg)
 {
 	struct cuda_replica *r = rep;
-	pthread_once(&diff_kernel.once, load_diff_kernel);
+	const struct diff_kernels *dk = diff_kernels_here();
 	uint8_t *answer = calloc(npages ? npages : 1, 1);
 	if (!answer)
 		return -ENOMEM;
 	int rc;
-	if (!diff_kernel.fn) {
+	if (!dk->fn) {
 		rc = diff_on_host(r, first, npages, answer);
 	} else {
 		if (npages > r->changed_pages) {
@@ -537,7 +567,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 		unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
 		if (blocks > 65535)
 			blocks = 65535;
-		rc = CU_CHECK(drv.launch_kernel(diff_kernel.fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
+		rc = CU_CHECK(drv.launch_kernel(dk->fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
 						shim_stream(), params, NULL),
 			      "cuLaunchKernel (diff)");
 		/* The download on the same stream waits for the kernel. */
@@ -561,8 +591,8 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 				 uint8_t *mask_out)
 {
 	struct cuda_replica *r = rep;
-	pthread_once(&diff_kernel.once, load_diff_kernel);
-	if (!diff_kernel.gather || !r->base)
+	const struct diff_kernels *dk = diff_kernels_here();
+	if (!dk->gather || !r->base)
 		return -ENOTSUP;
 	if (npages > r->gather_capacity) {
 		if (r->gather_buf)
@@ -584,7 +614,7 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 	unsigned long long n = npages;
 	void *params[] = {&rep_p, &base_p, &list, &n, &out_pages, &out_masks};
 	unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
-	rc = CU_CHECK(drv.launch_kernel(diff_kernel.gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
+	rc = CU_CHECK(drv.launch_kernel(dk->gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
 					shim_stream(), params, NULL),
 		      "cuLaunchKernel (gather)");
 	if (!rc)
@@ -651,10 +681,10 @@ static int alloc_base(struct cuda_replica *r, bool writable)
 {
 	if (!writable)
 		return 0;
-	pthread_once(&diff_kernel.once, load_diff_kernel);
+	const struct diff_kernels *dk = diff_kernels_here();
 	int rc = CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
 	size_t pages = (r->len + PG - 1) / PG;
-	if (!rc && diff_kernel.fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
+	if (!rc && dk->fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
 		r->changed_pages = pages;
 	return rc;
 }
