@@ -886,14 +886,17 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 }
 
 /* The synchronous forms are a sync when a host side is involved; a copy
- * with a mapping on a host side is the shim's, row by row. */
+ * with a mapping on a host side is the shim's, row by row, also under a
+ * runtime hook (cudaMemcpy raises gpu_hook_depth and its runtime makes a
+ * host-to-host copy a pitched one): as for the 1-D copies, only the shim's
+ * own copies never have a mapped host side. */
 #define PITCHED_SYNC_HOOK(name, type, mapped, rows_of, per_thread)                             \
 	GAIA_EXPORT CUresult CUDAAPI name(const type *pCopy)                                       \
 	{                                                                                          \
 		__typeof__(&name) real = REAL_OF(name);                                            \
 		if (!real)                                                                         \
 			return CUDA_ERROR_NOT_INITIALIZED;                                         \
-		if (!gpu_hook_depth && mapped(pCopy))                                              \
+		if (mapped(pCopy))                                                                 \
 			return rows_of(pCopy, NULL, false, per_thread, #name);                     \
 		SYNC(real, real(pCopy), GPU_SYNC_COPY,                                             \
 		     rc_ == CUDA_SUCCESS &&                                                        \
@@ -905,7 +908,7 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 		__typeof__(&name) real = REAL_OF(name);                                            \
 		if (!real)                                                                         \
 			return CUDA_ERROR_NOT_INITIALIZED;                                         \
-		if (!gpu_hook_depth && mapped(pCopy))                                              \
+		if (mapped(pCopy))                                                                 \
 			return rows_of(pCopy, hStream, true, per_thread, #name);                   \
 		SYNC(real, real(pCopy, hStream), GPU_SYNC_COPY, false);                            \
 	}
