@@ -29,6 +29,10 @@
 #include "cuda_hooks.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -348,6 +352,72 @@ GAIA_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	pthread_once(&driver_init_once, before_driver_init);
 	return real(Flags);
+}
+
+/* Whether the program uses CUDA before it has called it: a CUDA library
+ * loaded, or device code in the executable (static cudart loads libcuda
+ * only at the first CUDA call). */
+static bool exe_has_device_code(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool found = false;
+	Elf64_Ehdr eh;
+	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shnum &&
+	    eh.e_shnum < 4096 && eh.e_shstrndx < eh.e_shnum) {
+		Elf64_Shdr *sh = malloc((size_t)eh.e_shnum * sizeof(*sh));
+		size_t shbytes = (size_t)eh.e_shnum * sizeof(*sh);
+		if (sh && pread(fd, sh, shbytes, (off_t)eh.e_shoff) == (ssize_t)shbytes) {
+			const Elf64_Shdr *names = &sh[eh.e_shstrndx];
+			size_t nlen = names->sh_size < (1u << 20) ? names->sh_size : 0;
+			char *strs = nlen ? malloc(nlen + 1) : NULL;
+			if (strs && pread(fd, strs, nlen, (off_t)names->sh_offset) == (ssize_t)nlen) {
+				strs[nlen] = 0;
+				for (unsigned k = 0; k < eh.e_shnum && !found; k++)
+					found = sh[k].sh_name < nlen && strcmp(strs + sh[k].sh_name, ".nv_fatbin") == 0;
+			}
+			free(strs);
+		}
+		free(sh);
+	}
+	close(fd);
+	return found;
+}
+
+static bool program_uses_cuda(void)
+{
+	static const char *const libs[] = {"libcuda.so.1", "libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			dlclose(h);
+			return true;
+		}
+	}
+	return exe_has_device_code();
+}
+
+static pthread_once_t before_placing_once = PTHREAD_ONCE_INIT;
+
+static void init_driver_early(void)
+{
+	if (!program_uses_cuda())
+		return;
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		gaia_debug("no libcuda.so.1 to initialise before placing mappings: %s", dlerror());
+		return;
+	}
+	CUresult rc = cuInit(0);
+	gaia_debug("the driver initialised before the first managed mapping was placed: CUresult %d",
+		   (int)rc);
+}
+
+void gpu_before_placing(void)
+{
+	pthread_once(&before_placing_once, init_driver_early);
 }
 
 /* What a launch hands the protocol. `per_thread`: the call was a _ptsz

@@ -63,8 +63,14 @@ GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 		gaia_in_shim--;
 	}
 	struct placement place = {0};
-	if (wanted && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)))
+	if (wanted && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+		if (gpu_before_placing) {
+			gaia_in_shim++;
+			gpu_before_placing();
+			gaia_in_shim--;
+		}
 		mapping_place(len, &place);
+	}
 	void *p = place.addr ? REAL(mmap)(place.addr, len, prot, flags | MAP_FIXED, fd, offset)
 			     : REAL(mmap)(addr, len, prot, flags, fd, offset);
 	if (place.addr)

@@ -286,6 +286,11 @@ GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
  * cache does not hold. Returns the bytes served; when 0, *kernel_bytes
  * says how many bytes from offset the kernel should read instead. */
 GAIA_HIDDEN bool gpu_peer_possible(void) __attribute__((weak));
+/* Before the shim places the first managed mapping of a program that uses
+ * CUDA (cuda_hooks.c; weak: absent without CUDA): the driver initialised,
+ * so that it can later reserve that mapping's address (it never places a
+ * reservation over what was mapped when it initialised). */
+GAIA_HIDDEN void gpu_before_placing(void) __attribute__((weak));
 GAIA_HIDDEN size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
 				 size_t *kernel_bytes) __attribute__((weak));
 GAIA_HIDDEN void mapping_after_discard(void *addr, size_t len);

@@ -21,6 +21,7 @@ static __thread int ctx_depth;
 
 static void init_once_body(void)
 {
+    sim_vmm_note_init_layout();
     int rc = sim_devices_start();
     sim.init_result = rc == 0 ? CUDA_SUCCESS : rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
     __atomic_store_n(&sim.initialized, true, __ATOMIC_RELEASE);

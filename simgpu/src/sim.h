@@ -269,6 +269,11 @@ void *sim_vmm_device_stack(unsigned index, size_t *bytes);
 /* In the device process, at its start: the host's shared file mappings
  * it inherited become inaccessible (vmm.c). */
 void sim_vmm_close_host_files(void);
+/* At cuInit: the host address ranges mapped then. The real driver does not
+ * place a reservation over any of them, even once they are unmapped (seen
+ * on an H200, driver 580: a file mapped before cuInit never got a
+ * reservation at its address; one mapped after did). */
+void sim_vmm_note_init_layout(void);
 int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op);
 /* Host: 1 and the device and host view of the mapping holding [p, p+len);
  * 0 if p is in no reservation; -EINVAL if it is, but not all mapped. */

@@ -326,9 +326,46 @@ static bool in_arena(uint64_t va, uint64_t size)
 #define HINT_MIN_SIZE (16ul << 20)
 #define HINT_ALIGN (32ul << 20)
 
+static struct init_range {
+    uint64_t start, end;
+} *init_layout;
+static size_t n_init_layout;
+
+void sim_vmm_note_init_layout(void)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    char line[512];
+    size_t cap = 0;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long long s, e;
+        if (sscanf(line, "%llx-%llx", &s, &e) != 2)
+            continue;
+        if (n_init_layout == cap) {
+            size_t ncap = cap ? 2 * cap : 256;
+            struct init_range *n = realloc(init_layout, ncap * sizeof(*n));
+            if (!n)
+                break;
+            init_layout = n;
+            cap = ncap;
+        }
+        init_layout[n_init_layout++] = (struct init_range){ s, e };
+    }
+    fclose(f);
+}
+
+static bool mapped_at_init(uint64_t start, uint64_t size)
+{
+    for (size_t i = 0; i < n_init_layout; i++)
+        if (start < init_layout[i].end && start + size > init_layout[i].start)
+            return true;
+    return false;
+}
+
 static bool hint_honoured(uint64_t hint, uint64_t size)
 {
-    return size > HINT_MIN_SIZE && (hint & (HINT_ALIGN - 1)) == 0;
+    return size > HINT_MIN_SIZE && (hint & (HINT_ALIGN - 1)) == 0 && !mapped_at_init(hint, size);
 }
 
 /* A hint outside the arena: map it with MAP_FIXED_NOREPLACE here and in

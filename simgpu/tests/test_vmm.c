@@ -159,9 +159,9 @@ static void test_create_after_small_alloc(void **state)
     CU_OK(cuMemFree(small));
 }
 
-/* A shared file mapping the program had at cuInit, unmapped since: the
- * device processes inherited it, yet a reservation at its address is
- * honoured (on hardware the device never had it). */
+/* A shared file mapping the program had at cuInit, unmapped since: as on
+ * an H200 (driver 580), no reservation is placed at its address, however
+ * large and aligned; a free range that was not mapped at cuInit is. */
 static void *file_map_before_init;
 
 static void test_hint_over_a_mapping_from_before_init(void **state)
@@ -171,7 +171,7 @@ static void test_hint_over_a_mapping_from_before_init(void **state)
     CUdeviceptr hint = (CUdeviceptr)(uintptr_t)file_map_before_init, got;
     munmap(file_map_before_init, 32 * MB);
     CU_OK(cuMemAddressReserve(&got, 32 * MB, 0, hint, 0));
-    assert_int_equal(got, hint);
+    assert_true(got != hint);
     CU_OK(cuMemAddressFree(got, 32 * MB));
 }
 
