@@ -49,7 +49,8 @@
 	    "smallest mapping managed, in KiB; smaller ones pass through")              \
 	ENUM(BACKING, backing, AUTO,                                                    \
 	     "device replica: driver virtual memory at the same address (vmm), "        \
-	     "managed memory, or probe at start-up (auto)")                             \
+	     "managed memory, or probe at start-up (auto); vmm and auto initialise "    \
+	     "the driver before a CUDA program's first managed mapping")                \
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
 	     "bits, or the best the kernel offers (auto)")                              \

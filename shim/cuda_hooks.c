@@ -403,7 +403,9 @@ static pthread_once_t before_placing_once = PTHREAD_ONCE_INIT;
 
 static void init_driver_early(void)
 {
-	if (!program_uses_cuda())
+	/* managed memory goes anywhere: the driver may initialise when the
+	 * program first calls it, as it would without the shim. */
+	if (gaia_config()->backing == GAIA_BACKING_MANAGED || !program_uses_cuda())
 		return;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
