@@ -413,8 +413,17 @@ static void init_driver_early(void)
 		return;
 	}
 	CUresult rc = cuInit(0);
-	gaia_debug("the driver initialised before the first managed mapping was placed: CUresult %d",
-		   (int)rc);
+	if (rc != CUDA_SUCCESS) {
+		const char *name = NULL;
+		__typeof__(&cuGetErrorName) err_name = (__typeof__(&cuGetErrorName))cuda_real("cuGetErrorName");
+		if (!err_name || err_name(rc, &name) != CUDA_SUCCESS)
+			name = NULL;
+		gaia_warn("cuInit (the shim's, before placing the first managed mapping) failed: %s (%d); "
+			  "device copies of regions mapped before the program's own first CUDA call may "
+			  "have to go to managed memory", name ? name : "unknown error", (int)rc);
+	} else {
+		gaia_debug("the driver initialised before the first managed mapping was placed");
+	}
 }
 
 void gpu_before_placing(void)

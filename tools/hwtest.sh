@@ -146,14 +146,14 @@ backings=(auto managed vmm)
 for b in "${backings[@]}"; do
 	run gaia_demo "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- "$demo" "$work/demo.dat" 4
 done
-# Every tests/programs/*.cu. ptr_array, ptr_in_file and odd_sizes rely on
+# Every tests/programs/*.cu. ptr_array, ptr_in_file, map_before_init and odd_sizes rely on
 # vmm's same-address replica (tests/programs/CMakeLists.txt): not run with
 # managed. oom_launch needs a device smaller than its file (a 32 MiB
 # simulated one; on a real GPU it skips itself).
 for src in "$source"/tests/programs/*.cu; do
 	p=$(basename "$src" .cu)
 	for b in "${backings[@]}"; do
-		case $p:$b in ptr_array:managed | ptr_in_file:managed | odd_sizes:managed) continue ;; esac
+		case $p:$b in ptr_array:managed | ptr_in_file:managed | odd_sizes:managed | map_before_init:managed) continue ;; esac
 		extra=()
 		[[ $p == oom_launch ]] && extra=(SIMGPU_MEM_MB=32)
 		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p"
