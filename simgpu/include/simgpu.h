@@ -38,7 +38,7 @@ int simgpu_stats_get(int device, struct simgpu_stats *out);
 
 /* ---- kernel registry (filled by SIMGPU_KERNEL, see simgpu_kernel.h) ---- */
 
-#define SIMGPU_KERNEL_ABI 1
+#define SIMGPU_KERNEL_ABI 2
 #define SIMGPU_MAX_KERNEL_PARAMS 64
 #define SIMGPU_MAX_ARGS_BYTES 4096
 
@@ -54,6 +54,20 @@ struct simgpu_launch_dims {
 typedef void (*simgpu_trampoline_fn)(const void *args, const struct simgpu_launch_dims *dims,
                                      uint64_t block_begin, uint64_t block_end);
 
+/* The ids of one thread of a launch, as the per-thread entry needs them. */
+struct simgpu_thread_ids {
+    unsigned thread[3], block[3];
+    unsigned block_dim[3], grid_dim[3];
+};
+
+/* Runs one thread of a launch.  Kernels compiled through simgpu_kernel.h
+ * register this form: the simulator runs the threads of a block as
+ * cooperative fibers on one worker, so __syncthreads, warp shuffles and
+ * votes, and __shared__ memory (per worker, so per block) work. */
+typedef void (*simgpu_thread_fn)(const void *args, const struct simgpu_thread_ids *ids);
+
+/* Exactly one of `trampoline` (a C kernel that runs whole blocks itself and
+ * never waits at a barrier) and `thread` is set. */
 struct simgpu_kernel_desc {
     unsigned abi;                 /* SIMGPU_KERNEL_ABI */
     const char *name;             /* source name, for cuFuncGetName */
@@ -63,6 +77,7 @@ struct simgpu_kernel_desc {
     const unsigned *param_offset; /* nparams entries */
     const unsigned *param_size;   /* nparams entries */
     unsigned args_bytes;          /* size of the packed argument buffer */
+    simgpu_thread_fn thread;
 };
 
 /* Register a kernel.  Called from static constructors, so it must work
@@ -73,6 +88,28 @@ int simgpu_register_kernel(const struct simgpu_kernel_desc *desc);
 /* The CUkernel handle of a registered kernel's host stub (what the
  * simulator's runtime launches with, like cudart 13), or NULL. */
 void *simgpu_kernel_handle(const void *stub);
+
+/* ---- what a thread of a `thread` kernel calls (simgpu_kernel.h wraps them
+ * as CUDA's intrinsics).  Each suspends the calling fiber until the threads
+ * it waits for arrive; a wait no thread can end fails the launch
+ * (CUDA_ERROR_LAUNCH_FAILED) instead of hanging.  Called outside a `thread`
+ * kernel they abort with a message. */
+void simgpu_syncthreads(void);
+/* __syncthreads_count: the number of the block's threads (still running)
+ * whose `pred` is non-zero; *participants gets how many met there. */
+int simgpu_syncthreads_count(int pred, int *participants);
+/* __syncwarp(mask): waits for the lanes of `mask` (of the caller's warp)
+ * that have not exited. */
+void simgpu_syncwarp(unsigned mask);
+enum simgpu_shfl_kind { SIMGPU_SHFL_IDX, SIMGPU_SHFL_UP, SIMGPU_SHFL_DOWN, SIMGPU_SHFL_XOR };
+/* The __shfl_*_sync family on a value of up to 8 bytes. */
+uint64_t simgpu_shfl(unsigned mask, uint64_t value, int kind, int arg, int width);
+/* __ballot_sync: bit l set when lane l of `mask` passed a non-zero pred. */
+unsigned simgpu_ballot(unsigned mask, int pred);
+/* __activemask: the lanes of the caller's warp that have not exited. */
+unsigned simgpu_activemask(void);
+/* The launch's dynamic shared memory (sharedMemBytes), per block. */
+void *simgpu_dynamic_shared(void);
 
 #ifdef __cplusplus
 }

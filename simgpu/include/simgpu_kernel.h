@@ -16,10 +16,19 @@
  * What the simulator gives a kernel: threadIdx, blockIdx, blockDim,
  * gridDim, warpSize, atomics (atomicAdd/Sub/Min/Max/CAS/Exch/And/Or/Xor on
  * int, unsigned, unsigned long long; atomicAdd and atomicExch on float),
- * __threadfence, clock64 (nanoseconds here, not cycles).  The threads of a
- * block run one after the other on one host thread, so __syncthreads and
- * __shared__ are rejected at compile time with a clear error (a kernel
- * that needs them cannot be run correctly this way).
+ * __threadfence, clock64 (nanoseconds here, not cycles), and what threads
+ * of a block share: __shared__ variables, __syncthreads (and its _count,
+ * _and, _or forms), __syncwarp, the __shfl_sync family (idx, up, down, xor,
+ * with width), __ballot_sync, __any_sync, __all_sync, __activemask, and the
+ * launch's dynamic shared memory.  The threads of a block run as
+ * cooperative fibers on one host thread (a worker of the device process),
+ * switched at each of those calls; a block runs on one worker from start to
+ * end, so a __shared__ variable (a thread_local here) is the block's.
+ *
+ * Dynamic shared memory: CUDA's `extern __shared__ T s[];` names a symbol
+ * g++ cannot define (it fails to link, "undefined reference to `s'");
+ * write SIMGPU_DYNAMIC_SHARED(T, s); instead, which is exactly that
+ * declaration under nvcc.
  *
  * Kernels run in the device process, a fork of the program taken at cuInit:
  * they see global variables as they were at that moment, never later host
@@ -32,6 +41,7 @@
 
 #define SIMGPU_KERNEL(fn)
 #define SIMGPU_KERNEL_NAMED(fn, tag)
+#define SIMGPU_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #define SIMGPU_LAUNCH(fn, grid, block, smem, stream) fn<<<(grid), (block), (smem), (stream)>>>
 
 #else /* g++ for the simulated GPU */
@@ -69,7 +79,11 @@
 #define __managed__ static_assert(false, "simgpu: __managed__ variables are not supported");
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
-#define __shared__ _Pragma("GCC error \"simgpu: __shared__ is not supported (threads of a block run sequentially)\"")
+/* A block runs on one worker thread from start to end: a thread_local is
+ * the block's shared memory (uninitialised in CUDA; zero the first time
+ * here, then whatever the worker's previous block left). */
+#define __shared__ thread_local
+#define SIMGPU_DYNAMIC_SHARED(type, name) type *const name = static_cast<type *>(simgpu_dynamic_shared())
 
 inline thread_local uint3 threadIdx;
 inline thread_local uint3 blockIdx;
@@ -77,8 +91,91 @@ inline thread_local dim3 blockDim;
 inline thread_local dim3 gridDim;
 static constexpr int warpSize = 32;
 
-void __syncthreads(void) __attribute__((error(
-    "simgpu: __syncthreads is not supported (threads of a block run sequentially)")));
+/* Each call below may switch to another thread of the block: threadIdx is
+ * this thread's again when it returns (blockIdx, blockDim and gridDim are
+ * the block's and do not change). */
+namespace simgpu {
+struct keep_thread_idx {
+    uint3 saved = threadIdx;
+    ~keep_thread_idx() { threadIdx = saved; }
+};
+template <typename T> inline uint64_t to_bits(T v)
+{
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "simgpu: shuffles move up to 8 bytes");
+    uint64_t b = 0;
+    std::memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <typename T> inline T from_bits(uint64_t b)
+{
+    T v;
+    std::memcpy(&v, &b, sizeof(T));
+    return v;
+}
+template <typename T> inline T shfl(unsigned mask, T v, int kind, int arg, int width)
+{
+    keep_thread_idx k;
+    return from_bits<T>(simgpu_shfl(mask, to_bits(v), kind, arg, width));
+}
+} /* namespace simgpu */
+
+inline void __syncthreads(void)
+{
+    simgpu::keep_thread_idx k;
+    simgpu_syncthreads();
+}
+inline int __syncthreads_count(int pred)
+{
+    simgpu::keep_thread_idx k;
+    int n;
+    return simgpu_syncthreads_count(pred, &n);
+}
+inline int __syncthreads_and(int pred)
+{
+    simgpu::keep_thread_idx k;
+    int n;
+    return simgpu_syncthreads_count(pred, &n) == n;
+}
+inline int __syncthreads_or(int pred)
+{
+    simgpu::keep_thread_idx k;
+    int n;
+    return simgpu_syncthreads_count(pred, &n) != 0;
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    simgpu::keep_thread_idx k;
+    simgpu_syncwarp(mask);
+}
+inline unsigned __ballot_sync(unsigned mask, int pred)
+{
+    simgpu::keep_thread_idx k;
+    return simgpu_ballot(mask, pred);
+}
+inline int __any_sync(unsigned mask, int pred) { return (__ballot_sync(mask, pred) & mask) != 0; }
+inline int __all_sync(unsigned mask, int pred)
+{
+    /* lanes of mask that exited do not vote */
+    unsigned live = mask & simgpu_activemask();
+    return (__ballot_sync(mask, pred) & live) == live;
+}
+inline unsigned __activemask(void) { return simgpu_activemask(); }
+template <typename T> inline T __shfl_sync(unsigned mask, T v, int src, int width = warpSize)
+{
+    return simgpu::shfl(mask, v, SIMGPU_SHFL_IDX, src, width);
+}
+template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize)
+{
+    return simgpu::shfl(mask, v, SIMGPU_SHFL_UP, (int)delta, width);
+}
+template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize)
+{
+    return simgpu::shfl(mask, v, SIMGPU_SHFL_DOWN, (int)delta, width);
+}
+template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize)
+{
+    return simgpu::shfl(mask, v, SIMGPU_SHFL_XOR, lane_mask, width);
+}
 
 inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
@@ -181,31 +278,25 @@ template <typename... A, void (*f)(A...)> struct kernel<void (*)(A...), f> {
         f(*reinterpret_cast<const std::decay_t<A> *>(args + L::offsets.off[I])...);
     }
 
-    static void trampoline(const void *args, const simgpu_launch_dims *d, uint64_t b0, uint64_t b1)
+    /* One thread: the simulator runs a block's threads as fibers. */
+    static void thread(const void *args, const simgpu_thread_ids *ids)
     {
-        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
-        blockDim = dim3(d->block[0], d->block[1], d->block[2]);
-        const unsigned char *a = static_cast<const unsigned char *>(args);
-        for (uint64_t b = b0; b < b1; b++) {
-            blockIdx.x = (unsigned)(b % d->grid[0]);
-            blockIdx.y = (unsigned)(b / d->grid[0] % d->grid[1]);
-            blockIdx.z = (unsigned)(b / d->grid[0] / d->grid[1]);
-            for (unsigned z = 0; z < d->block[2]; z++)
-                for (unsigned y = 0; y < d->block[1]; y++)
-                    for (unsigned x = 0; x < d->block[0]; x++) {
-                        threadIdx.x = x;
-                        threadIdx.y = y;
-                        threadIdx.z = z;
-                        call(a, std::index_sequence_for<A...>{});
-                    }
-        }
+        threadIdx.x = ids->thread[0];
+        threadIdx.y = ids->thread[1];
+        threadIdx.z = ids->thread[2];
+        blockIdx.x = ids->block[0];
+        blockIdx.y = ids->block[1];
+        blockIdx.z = ids->block[2];
+        blockDim = dim3(ids->block_dim[0], ids->block_dim[1], ids->block_dim[2]);
+        gridDim = dim3(ids->grid_dim[0], ids->grid_dim[1], ids->grid_dim[2]);
+        call(static_cast<const unsigned char *>(args), std::index_sequence_for<A...>{});
     }
 
     static const simgpu_kernel_desc *describe(const char *name)
     {
         static const simgpu_kernel_desc desc = {
-            SIMGPU_KERNEL_ABI, name, reinterpret_cast<const void *>(f), &trampoline,
-            L::n, L::offsets.off, L::size, L::offsets.total,
+            SIMGPU_KERNEL_ABI, name, reinterpret_cast<const void *>(f), nullptr,
+            L::n, L::offsets.off, L::size, L::offsets.total, &thread,
         };
         return &desc;
     }

@@ -22,7 +22,7 @@ struct knob {
 static const struct knob knobs[] = {
     KNOB("SIMGPU_MEM_MB", KNOB_ULONG, 1024, 16, 1ul << 20, mem_mb, "device memory per device, MiB"),
     KNOB("SIMGPU_DEVICES", KNOB_ULONG, 1, 1, SIM_MAX_DEVICES, devices, "number of simulated devices"),
-    KNOB("SIMGPU_WORKERS", KNOB_ULONG, 0, 0, 256, workers, "worker threads per device (0: min(ncpu, 8))"),
+    KNOB("SIMGPU_WORKERS", KNOB_ULONG, 0, 0, SIM_FIBER_SLOTS, workers, "worker threads per device (0: min(ncpu, 8))"),
     KNOB("SIMGPU_STATS", KNOB_BOOL, 0, 0, 1, stats, "print per-device accounting at exit"),
     KNOB("SIMGPU_UVM_FAULT_US", KNOB_ULONG, 20, 0, 1000000, uvm_fault_us, "modelled cost of one UVM fault, us"),
 };

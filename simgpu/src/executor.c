@@ -56,8 +56,10 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
     if ((sig == SIGSEGV || sig == SIGBUS) && sim_uvm_device_fault(D, (uintptr_t)si->si_addr, uc))
         return;
-    if (fault_jb)
+    if (fault_jb) {
+        sim_fiber_escape();     /* the fault may be on a fiber of the block */
         siglongjmp(*fault_jb, sig);
+    }
     signal(sig, SIG_DFL);
 }
 
@@ -126,15 +128,43 @@ static struct qnode *pick(void)
 
 /* Runs blocks [b0, b1) of a kernel; a fault poisons the device (sticky
  * error) and the rest of the launch is skipped. */
+static int run_thread_blocks(const struct sim_op *op, uint64_t b0, uint64_t b1)
+{
+    const struct simgpu_launch_dims *d = &op->u.kernel.dims;
+    struct simgpu_thread_ids ids;
+    memset(&ids, 0, sizeof(ids));
+    for (int i = 0; i < 3; i++) {
+        ids.block_dim[i] = d->block[i];
+        ids.grid_dim[i] = d->grid[i];
+    }
+    for (uint64_t b = b0; b < b1; b++) {
+        ids.block[0] = (unsigned)(b % d->grid[0]);
+        ids.block[1] = (unsigned)(b / d->grid[0] % d->grid[1]);
+        ids.block[2] = (unsigned)(b / d->grid[0] / d->grid[1]);
+        int rc = sim_fiber_run_block(op->u.kernel.thread, op->args, &ids, op->u.kernel.smem, op->u.kernel.name);
+        if (rc)
+            return rc;
+        if (__atomic_load_n(&SH->sticky_error, __ATOMIC_RELAXED))
+            return 0;   /* another worker's block failed: the rest is skipped */
+    }
+    return 0;
+}
+
 static void run_blocks(const struct sim_op *op, uint64_t b0, uint64_t b1)
 {
     sigjmp_buf jb;
     int sig = sigsetjmp(jb, 1);
     if (sig == 0) {
         fault_jb = &jb;
-        op->u.kernel.trampoline(op->args, &op->u.kernel.dims, b0, b1);
+        int rc = 0;
+        if (op->u.kernel.thread)
+            rc = run_thread_blocks(op, b0, b1);
+        else
+            op->u.kernel.trampoline(op->args, &op->u.kernel.dims, b0, b1);
         fault_jb = NULL;
-        return;
+        if (rc == 0)
+            return;
+        sig = SIGABRT;  /* a deadlock, or no fiber area: the launch fails */
     }
     fault_jb = NULL;
     CUresult err = (sig == SIGSEGV || sig == SIGBUS) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED;

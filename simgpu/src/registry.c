@@ -24,7 +24,7 @@ static bool sealed;
 __attribute__((visibility("default")))
 int simgpu_register_kernel(const struct simgpu_kernel_desc *desc)
 {
-    if (!desc || desc->abi != SIMGPU_KERNEL_ABI || !desc->func || !desc->trampoline ||
+    if (!desc || desc->abi != SIMGPU_KERNEL_ABI || !desc->func || !desc->trampoline == !desc->thread ||
         desc->nparams > SIMGPU_MAX_KERNEL_PARAMS || desc->args_bytes > SIMGPU_MAX_ARGS_BYTES)
         return -EINVAL;
     pthread_mutex_lock(&registry_lock);

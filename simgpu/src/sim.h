@@ -67,9 +67,12 @@ struct sim_op {
     uint32_t stream;        /* stream slot */
     union {
         struct {
-            simgpu_trampoline_fn trampoline;
+            simgpu_trampoline_fn trampoline;   /* whole blocks (C kernels) ... */
+            simgpu_thread_fn thread;           /* ... or one thread (fibers.c) */
+            const char *name;                  /* for messages (same address in the device) */
             struct simgpu_launch_dims dims;
             uint32_t args_bytes;
+            uint32_t smem;                     /* dynamic shared memory bytes */
         } kernel;
         struct { uint64_t dst; uint32_t value; uint32_t elem_bytes; uint64_t count; } memset;
         struct { uint64_t dst, src, bytes; } copy;
@@ -265,6 +268,25 @@ int sim_vmm_arena_init(void);
  * device process's own threads never sit where the host may later be asked
  * to honour an address hint.  Returns NULL past the last one. */
 void *sim_vmm_device_stack(unsigned index, size_t *bytes);
+/* Worker `slot`'s fiber area in the device process (PROT_NONE until its
+ * pieces are opened), SIM_FIBER_AREA_BYTES long, or NULL past the last. */
+void *sim_vmm_fiber_area(unsigned slot);
+#define SIM_FIBER_SLOTS 64u                     /* workers that run kernels, at most */
+#define SIM_FIBER_MAX 1024u                     /* threads per block */
+#define SIM_FIBER_STACK_BYTES (256ul << 10)     /* per thread, a guard page included */
+#define SIM_FIBER_HEAD_BYTES (2ul << 20)        /* dynamic shared memory, warp slots, state */
+#define SIM_FIBER_AREA_BYTES (SIM_FIBER_HEAD_BYTES + (uint64_t)SIM_FIBER_MAX * SIM_FIBER_STACK_BYTES)
+
+/* fibers.c (device process): runs one block of a `thread` kernel, its
+ * threads as cooperative fibers.  0, or -EDEADLK when threads wait at
+ * barriers none can pass (a message is logged), -ENOSPC past the fiber
+ * slots.  A fault inside leaves through sim_fiber_escape(). */
+int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simgpu_thread_ids *ids, uint32_t smem,
+                        const char *kernel);
+/* Called by the fault handler before it leaves a kernel by siglongjmp: if
+ * the fault was on a fiber, the sanitizers are told the worker's stack is
+ * current again and the block's fibers are dropped. */
+void sim_fiber_escape(void);
 /* Device process: carry out one SIM_OP_VMM; returns 0 or -errno. */
 /* In the device process, at its start: the host's shared file mappings
  * it inherited become inaccessible (vmm.c). */

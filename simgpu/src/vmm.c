@@ -52,9 +52,12 @@ struct vmm_reservation {
 #define DEVICE_STACK_BYTES (8ull << 20)
 #define DEVICE_STACKS 300                     /* workers + service threads */
 #define DEVICE_STACK_AREA ((uint64_t)DEVICE_STACKS * DEVICE_STACK_BYTES)
+#define FIBER_AREA ((uint64_t)SIM_FIBER_SLOTS * SIM_FIBER_AREA_BYTES)
 static uint64_t arena_base;
-/* the last DEVICE_STACK_AREA bytes are the device processes' thread stacks */
-static struct sim_alloc arena = { .area_bytes = VMM_ARENA_BYTES - DEVICE_STACK_AREA, .align = VMM_GRANULARITY };
+/* the last DEVICE_STACK_AREA bytes are the device processes' thread stacks,
+ * the FIBER_AREA before them their workers' fiber stacks (fibers.c) */
+static struct sim_alloc arena = { .area_bytes = VMM_ARENA_BYTES - DEVICE_STACK_AREA - FIBER_AREA,
+                                  .align = VMM_GRANULARITY };
 
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vmm_reservation *res;
@@ -305,12 +308,20 @@ void *sim_vmm_device_stack(unsigned index, size_t *bytes)
 {
     if (index >= DEVICE_STACKS)
         return NULL;
-    unsigned char *stack = (unsigned char *)(uintptr_t)(arena_base + arena.area_bytes) + index * DEVICE_STACK_BYTES;
+    unsigned char *stack =
+        (unsigned char *)(uintptr_t)(arena_base + arena.area_bytes + FIBER_AREA) + index * DEVICE_STACK_BYTES;
     /* the lowest page stays PROT_NONE: a guard */
     if (mprotect(stack + 4096, DEVICE_STACK_BYTES - 4096, PROT_READ | PROT_WRITE) < 0)
         return NULL;
     *bytes = DEVICE_STACK_BYTES - 4096;
     return stack + 4096;
+}
+
+void *sim_vmm_fiber_area(unsigned slot)
+{
+    if (slot >= SIM_FIBER_SLOTS || !arena_base)
+        return NULL;
+    return (unsigned char *)(uintptr_t)(arena_base + arena.area_bytes) + (uint64_t)slot * SIM_FIBER_AREA_BYTES;
 }
 
 static bool in_arena(uint64_t va, uint64_t size)

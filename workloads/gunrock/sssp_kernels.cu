@@ -1,8 +1,10 @@
 /* sssp_kernels.cu — frontier-based Bellman-Ford, Gunrock's SSSP shape: an
  * advance that relaxes the frontier's edges with atomicMin, then a filter
- * that drops the vertices already kept in this level. No __shared__ and
- * no __syncthreads, so the same source runs under nvcc and on the
- * simulated GPU (g++ with simgpu_kernel.h). */
+ * that drops the vertices already kept in this level.  The advance gathers
+ * the block's improved vertices in a shared-memory queue and reserves their
+ * place in the candidate list with one atomic per block (a thread whose
+ * vertices overflow the queue appends them itself).  The same source runs
+ * under nvcc and on the simulated GPU (g++ with simgpu_kernel.h). */
 #include <stdint.h>
 
 #include "simgpu_kernel.h"
@@ -23,24 +25,43 @@ __global__ void sssp_init(uint32_t *dist, uint32_t *visited, uint64_t vertices, 
 }
 SIMGPU_KERNEL(sssp_init);
 
+#define SSSP_QUEUE (4 * SSSP_BLOCK)
+
 __global__ void sssp_relax(const uint64_t *row_offsets, const uint32_t *col_indices, const uint32_t *weights,
                            uint32_t *dist, const uint32_t *frontier, uint32_t frontier_len,
                            uint32_t *candidates, uint32_t *counters)
 {
+    __shared__ uint32_t queue[SSSP_QUEUE];
+    __shared__ uint32_t queued, base;
+    if (threadIdx.x == 0)
+        queued = 0;
+    __syncthreads();
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= frontier_len)
-        return;
-    uint32_t u = frontier[i];
-    /* dist[u] may fall while this runs; whoever lowers it appends u again. */
-    uint32_t du = dist[u];
-    for (uint64_t e = row_offsets[u], end = row_offsets[u + 1]; e < end; e++) {
-        uint32_t w = weights[e];
-        if (w >= INF - du)
-            continue;   /* the path would reach INF: not taken (the CPU oracle agrees) */
-        uint32_t v = col_indices[e], nd = du + w;
-        if (nd < dist[v] && nd < atomicMin(&dist[v], nd))
-            candidates[atomicAdd(&counters[0], 1u)] = v;
+    if (i < frontier_len) {
+        uint32_t u = frontier[i];
+        /* dist[u] may fall while this runs; whoever lowers it appends u again. */
+        uint32_t du = dist[u];
+        for (uint64_t e = row_offsets[u], end = row_offsets[u + 1]; e < end; e++) {
+            uint32_t w = weights[e];
+            if (w >= INF - du)
+                continue;   /* the path would reach INF: not taken (the CPU oracle agrees) */
+            uint32_t v = col_indices[e], nd = du + w;
+            if (nd < dist[v] && nd < atomicMin(&dist[v], nd)) {
+                uint32_t q = atomicAdd(&queued, 1u);
+                if (q < SSSP_QUEUE)
+                    queue[q] = v;
+                else
+                    candidates[atomicAdd(&counters[0], 1u)] = v;
+            }
+        }
     }
+    __syncthreads();
+    uint32_t n = queued < SSSP_QUEUE ? queued : SSSP_QUEUE;
+    if (threadIdx.x == 0 && n)
+        base = atomicAdd(&counters[0], n);
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x)
+        candidates[base + k] = queue[k];
 }
 SIMGPU_KERNEL(sssp_relax);
 
