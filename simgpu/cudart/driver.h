@@ -51,6 +51,15 @@ struct cudart_driver {
     PFN_cuMemHostUnregister_v4000 MemHostUnregister;
     PFN_cuMemHostGetDevicePointer_v3020 MemHostGetDevicePointer;
     PFN_cuMemHostGetFlags_v2030 MemHostGetFlags;
+    PFN_cuStreamBeginCapture_v10010 StreamBeginCapture;
+    PFN_cuStreamEndCapture_v10000 StreamEndCapture;
+    PFN_cuStreamIsCapturing_v10000 StreamIsCapturing;
+    PFN_cuThreadExchangeStreamCaptureMode_v10010 ThreadExchangeStreamCaptureMode;
+    PFN_cuGraphInstantiateWithFlags_v11040 GraphInstantiateWithFlags;
+    PFN_cuGraphLaunch_v10000 GraphLaunch;
+    PFN_cuGraphExecDestroy_v10000 GraphExecDestroy;
+    PFN_cuGraphDestroy_v10000 GraphDestroy;
+    PFN_cuLaunchHostFunc_v10000 LaunchHostFunc;
     /* per-thread default stream variants (queried with flags = 2) */
     PFN_cuMemcpyHtoD_v7000_ptds MemcpyHtoD_ptds;
     PFN_cuMemcpyDtoH_v7000_ptds MemcpyDtoH_ptds;

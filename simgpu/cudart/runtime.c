@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -582,4 +583,96 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event)
 {
     READY();
     return ret(drv.EventDestroy(event));
+}
+
+/* ---- graphs (stream capture) and host functions ---- */
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    READY();
+    return ret(drv.StreamBeginCapture(stream, (CUstreamCaptureMode)mode));
+}
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    READY();
+    return ret(drv.StreamEndCapture(stream, (CUgraph *)pGraph));
+}
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+    READY();
+    return ret(drv.StreamIsCapturing(stream, (CUstreamCaptureStatus *)pCaptureStatus));
+}
+cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+    READY();
+    return ret(drv.ThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
+}
+cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
+{
+    READY();
+    return ret(drv.GraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
+}
+cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                    unsigned long long flags)
+{
+    return cudaGraphInstantiate(pGraphExec, graph, flags);
+}
+cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    READY();
+    return ret(drv.GraphLaunch((CUgraphExec)graphExec, stream));
+}
+cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    READY();
+    return ret(drv.GraphExecDestroy((CUgraphExec)graphExec));
+}
+cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
+{
+    READY();
+    return ret(drv.GraphDestroy((CUgraph)graph));
+}
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    READY();
+    return ret(drv.LaunchHostFunc(stream, (CUhostFn)fn, userData));
+}
+
+/* cudaStreamAddCallback: a host function that calls back with the stream
+ * and cudaSuccess (the stream's earlier work succeeded, or the device's
+ * sticky error ends every later call anyway).  Not capturable (CUDA says
+ * so: use cudaLaunchHostFunc). */
+struct stream_callback {
+    cudaStreamCallback_t cb;
+    cudaStream_t stream;
+    void *data;
+};
+
+static void CUDA_CB run_stream_callback(void *arg)
+{
+    struct stream_callback c = *(struct stream_callback *)arg;
+    free(arg);
+    c.cb(c.stream, cudaSuccess, c.data);
+}
+
+cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                            unsigned int flags)
+{
+    READY();
+    if (!callback || flags != 0)
+        return ret(CUDA_ERROR_INVALID_VALUE);
+    CUstreamCaptureStatus st;
+    CUresult r = drv.StreamIsCapturing(stream, &st);
+    if (r != CUDA_SUCCESS)
+        return ret(r);
+    if (st != CU_STREAM_CAPTURE_STATUS_NONE)
+        return ret(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    struct stream_callback *c = malloc(sizeof(*c));
+    if (!c)
+        return ret(CUDA_ERROR_OUT_OF_MEMORY);
+    *c = (struct stream_callback){ callback, stream, userData };
+    r = drv.LaunchHostFunc(stream, run_stream_callback, c);
+    if (r != CUDA_SUCCESS)
+        free(c);
+    return ret(r);
 }

@@ -396,6 +396,8 @@ CUresult CUDAAPI cuCtxSynchronize(void)
         return r;
     if (!current_ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     return sync_device(&sim.dev[current_ctx->ordinal]);
 }
 

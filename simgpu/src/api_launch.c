@@ -8,6 +8,7 @@
  * trampoline's code is at the same address there because the device
  * process is a fork of this image.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
@@ -91,6 +92,18 @@ static CUresult launch(CUfunction f, const struct simgpu_launch_dims *dims, unsi
     op.u.kernel.smem = smem;
     op.u.kernel.dims = *dims;
     if ((r = pack_args(k, kernelParams, extra, &op)) != CUDA_SUCCESS)
+        return r;
+    struct sim_gnode node = { .kind = SIM_GNODE_KERNEL, .func = f, .dims = *dims, .smem = smem,
+                              .args_bytes = op.u.kernel.args_bytes };
+    if (sim_capture_active()) {
+        if (!(node.args = malloc(node.args_bytes ? node.args_bytes : 1)))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        memcpy(node.args, op.args, node.args_bytes);
+    }
+    bool captured = false;
+    r = sim_capture_op(s, ptds, false, &node, &captured);
+    free(node.args);    /* NULL when the graph took it */
+    if (r != CUDA_SUCCESS || captured)
         return r;
     int rc = sim_submit(d, &op, NULL);
     if (rc)

@@ -43,6 +43,8 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return r;
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     return alloc_in(d, &d->device_mem, 0, bytesize, dptr);
 }
 
@@ -54,6 +56,8 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
         return r;
     if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
         return CUDA_ERROR_INVALID_VALUE;
+    if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);
 }
 
@@ -67,6 +71,8 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
         return r;
     if (dptr == 0)
         return CUDA_SUCCESS;
+    if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     struct sim_device *d = NULL;
     for (int i = 0; i < sim.ndevices; i++) {
         uint64_t base = (uint64_t)(uintptr_t)sim.dev[i].window;
@@ -137,12 +143,26 @@ enum dir { HTOD, DTOH };
  * once the copy is queued (the copy engine moves the bytes in stream
  * order); with pageable memory, and for the synchronous forms, it returns
  * once the bytes moved. */
+/* The capture check of a copy (dst, src unified addresses). */
+static CUresult capture_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds, bool async,
+                             bool *captured)
+{
+    struct sim_gnode node = { .kind = SIM_GNODE_COPY, .dst = dst, .src = src, .bytes = n };
+    return sim_capture_op(s, ptds, !async, &node, captured);
+}
+
 static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, CUstream s, bool ptds, bool async)
 {
     struct sim_device *sd, *d;
     uint32_t slot;
     CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    bool captured;
+    CUdeviceptr h = (CUdeviceptr)(uintptr_t)host;
+    if ((r = capture_copy(dir == HTOD ? dev : h, dir == HTOD ? h : dev, n, s, ptds, async, &captured)) !=
+            CUDA_SUCCESS ||
+        captured)
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
@@ -172,12 +192,15 @@ static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, C
     return CUDA_SUCCESS;
 }
 
-static CUresult dtod_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds)
+static CUresult dtod_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool ptds, bool async)
 {
     struct sim_device *sd, *dd, *srcd;
     uint32_t slot;
     CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    bool captured;
+    if ((r = capture_copy(dst, src, n, s, ptds, async, &captured)) != CUDA_SUCCESS || captured)
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
@@ -219,6 +242,9 @@ static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
     if (dk == SIM_PTR_HOST && sk == SIM_PTR_HOST) {
         struct sim_device *sd;
         uint32_t slot;
+        bool captured;
+        if ((r = capture_copy(dst, src, n, s, ptds, async, &captured)) != CUDA_SUCCESS || captured)
+            return r;
         r = sim_stream_resolve(s, ptds, &sd, &slot);
         if (r == CUDA_SUCCESS)
             r = sim_errno_to_cu(sim_stream_sync(sd, slot));
@@ -230,7 +256,7 @@ static CUresult uva_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
         return host_copy(HTOD, dst, (void *)(uintptr_t)src, n, s, ptds, async);
     if (dk == SIM_PTR_HOST)
         return host_copy(DTOH, src, (void *)(uintptr_t)dst, n, s, ptds, async);
-    return dtod_copy(dst, src, n, s, ptds);
+    return dtod_copy(dst, src, n, s, ptds, async);
 }
 
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
@@ -242,9 +268,9 @@ CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
 { return host_copy(DTOH, src, dst, n, NULL, true, false); }
 CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return dtod_copy(dst, src, n, NULL, false); }
+{ return dtod_copy(dst, src, n, NULL, false, false); }
 CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return dtod_copy(dst, src, n, NULL, true); }
+{ return dtod_copy(dst, src, n, NULL, true, false); }
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 { return host_copy(HTOD, dst, (void *)src, n, s, false, true); }
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
@@ -254,9 +280,9 @@ CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUst
 CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
 { return host_copy(DTOH, src, dst, n, s, true, true); }
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return dtod_copy(dst, src, n, s, false); }
+{ return dtod_copy(dst, src, n, s, false, true); }
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return dtod_copy(dst, src, n, s, true); }
+{ return dtod_copy(dst, src, n, s, true, true); }
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 { return uva_copy(dst, src, n, NULL, false, false); }
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -321,12 +347,17 @@ CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s)
 
 /* ---- memsets (asynchronous to the host, as on hardware) ---- */
 
-static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t count, CUstream s, bool ptds)
+static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t count, CUstream s, bool ptds,
+                          bool async)
 {
     struct sim_device *sd, *d;
     uint32_t slot;
     CUresult r = sim_stream_resolve(s, ptds, &sd, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_gnode node = { .kind = SIM_GNODE_MEMSET, .dst = dst, .value = value, .elem = elem, .count = count };
+    bool captured;
+    if ((r = sim_capture_op(s, ptds, !async, &node, &captured)) != CUDA_SUCCESS || captured)
         return r;
     if (count == 0)
         return CUDA_SUCCESS;
@@ -343,21 +374,21 @@ static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t
 }
 
 CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)
-{ return memset_op(dst, uc, 1, n, NULL, false); }
+{ return memset_op(dst, uc, 1, n, NULL, false, false); }
 CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n)
-{ return memset_op(dst, uc, 1, n, NULL, true); }
+{ return memset_op(dst, uc, 1, n, NULL, true, false); }
 CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n)
-{ return memset_op(dst, ui, 4, n, NULL, false); }
+{ return memset_op(dst, ui, 4, n, NULL, false, false); }
 CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n)
-{ return memset_op(dst, ui, 4, n, NULL, true); }
+{ return memset_op(dst, ui, 4, n, NULL, true, false); }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s)
-{ return memset_op(dst, uc, 1, n, s, false); }
+{ return memset_op(dst, uc, 1, n, s, false, true); }
 CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s)
-{ return memset_op(dst, uc, 1, n, s, true); }
+{ return memset_op(dst, uc, 1, n, s, true, true); }
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s)
-{ return memset_op(dst, ui, 4, n, s, false); }
+{ return memset_op(dst, ui, 4, n, s, false, true); }
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s)
-{ return memset_op(dst, ui, 4, n, s, true); }
+{ return memset_op(dst, ui, 4, n, s, true, true); }
 
 /* ---- pointer attributes and managed-memory hints ---- */
 

@@ -78,6 +78,8 @@ static CUresult stream_sync(CUstream hStream, bool ptds)
     CUresult r = sim_stream_resolve(hStream, ptds, &d, &slot);
     if (r != CUDA_SUCCESS)
         return r;
+    if ((r = sim_capture_sync(hStream, ptds)) != CUDA_SUCCESS)
+        return r;
     return to_cu(d, sim_stream_sync(d, slot));
 }
 
@@ -90,6 +92,8 @@ static CUresult stream_query(CUstream hStream, bool ptds)
     uint32_t slot;
     CUresult r = sim_stream_resolve(hStream, ptds, &d, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = sim_capture_sync(hStream, ptds)) != CUDA_SUCCESS)
         return r;
     int rc = sim_lock(d);
     if (rc)
@@ -181,6 +185,9 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, bool ptds)
     uint32_t slot;
     CUresult r = sim_stream_resolve(hStream, ptds, &d, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    bool captured;      /* events in a capture: not modelled (a refused call invalidates it) */
+    if ((r = sim_capture_op(hStream, ptds, false, NULL, &captured)) != CUDA_SUCCESS)
         return r;
     if (d->ordinal != ev->ordinal)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -305,6 +312,9 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     uint32_t slot;
     CUresult r = sim_stream_resolve(hStream, ptds, &d, &slot);
     if (r != CUDA_SUCCESS)
+        return r;
+    bool captured;
+    if ((r = sim_capture_op(hStream, ptds, false, NULL, &captured)) != CUDA_SUCCESS)
         return r;
     if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;

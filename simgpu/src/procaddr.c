@@ -96,6 +96,25 @@
     X(cuMemHostRegister, 4000, 0, cuMemHostRegister, PFN_cuMemHostRegister_v4000)          \
     X(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2, PFN_cuMemHostRegister_v6050)       \
     X(cuMemHostUnregister, 4000, 0, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000)    \
+    X(cuStreamBeginCapture, 10000, 0, cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10000) \
+    X(cuStreamBeginCapture, 10000, PT, cuStreamBeginCapture_ptsz, PFN_cuStreamBeginCapture_v10000_ptsz) \
+    X(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2, PFN_cuStreamBeginCapture_v10010) \
+    X(cuStreamBeginCapture, 10010, PT, cuStreamBeginCapture_v2_ptsz, PFN_cuStreamBeginCapture_v10010_ptsz) \
+    X(cuStreamEndCapture, 10000, 0, cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)       \
+    X(cuStreamEndCapture, 10000, PT, cuStreamEndCapture_ptsz, PFN_cuStreamEndCapture_v10000_ptsz) \
+    X(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000)    \
+    X(cuStreamIsCapturing, 10000, PT, cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000_ptsz) \
+    X(cuThreadExchangeStreamCaptureMode, 10010, 0, cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010) \
+    X(cuGraphInstantiate, 11000, 0, cuGraphInstantiate_v2, PFN_cuGraphInstantiate_v11000)    \
+    X(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
+    X(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
+    X(cuGraphLaunch, 10000, 0, cuGraphLaunch, PFN_cuGraphLaunch_v10000)                      \
+    X(cuGraphLaunch, 10000, PT, cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz)           \
+    X(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)       \
+    X(cuGraphDestroy, 10000, 0, cuGraphDestroy, PFN_cuGraphDestroy_v10000)                   \
+    X(cuGraphGetNodes, 10000, 0, cuGraphGetNodes, PFN_cuGraphGetNodes_v10000)                \
+    X(cuLaunchHostFunc, 10000, 0, cuLaunchHostFunc, PFN_cuLaunchHostFunc_v10000)             \
+    X(cuLaunchHostFunc, 10000, PT, cuLaunchHostFunc_ptsz, PFN_cuLaunchHostFunc_v10000_ptsz)  \
     X(cuModuleLoadData, 2000, 0, cuModuleLoadData, PFN_cuModuleLoadData_v2000)             \
     X(cuModuleLoadDataEx, 2010, 0, cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)       \
     X(cuModuleUnload, 2000, 0, cuModuleUnload, PFN_cuModuleUnload_v2000)                   \

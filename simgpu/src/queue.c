@@ -237,15 +237,25 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
  */
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 
+struct engine {
+    struct sim_device *d;
+    bool callbacks;     /* runs host functions, not copies */
+};
+static struct engine engines[SIM_MAX_DEVICES][2];
+
+/* The copy engine and the callback thread share this loop: each takes the
+ * jobs of its kind whose gate has been reached. */
 static void *copy_engine(void *arg)
 {
-    struct sim_device *d = arg;
+    const struct engine *e = arg;
+    struct sim_device *d = e->d;
     if (sim_lock(d))
         return NULL;
     for (;;) {
         uint32_t g = SIM_MAX_GATES;
         for (uint32_t i = 0; i < SIM_MAX_GATES; i++) {
-            if (d->copy_jobs[i].pending && d->sh->gates[i] == GATE_REACHED) {
+            if (d->copy_jobs[i].pending && (d->copy_jobs[i].fn != NULL) == e->callbacks &&
+                d->sh->gates[i] == GATE_REACHED) {
                 g = i;
                 break;
             }
@@ -259,7 +269,9 @@ static void *copy_engine(void *arg)
         d->copy_jobs[g].pending = false;
         bool poisoned = d->sh->sticky_error != 0;
         sim_unlock(d);
-        if (!poisoned)
+        if (job.fn && !poisoned)
+            job.fn(job.data);
+        else if (!poisoned)
             memcpy(job.dst, job.src, job.n);
         if (sim_lock(d))
             return NULL;
@@ -268,32 +280,35 @@ static void *copy_engine(void *arg)
     }
 }
 
-static int copy_engine_start(struct sim_device *d)
+static int copy_engine_start(struct sim_device *d, bool callbacks)
 {
     int rc = 0;
     pthread_mutex_lock(&engine_lock);
-    if (!d->copy_engine_started) {
+    bool *started = callbacks ? &d->callback_thread_started : &d->copy_engine_started;
+    if (!*started) {
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_t t;
-        rc = -pthread_create(&t, &a, copy_engine, d);
+        struct engine *e = &engines[d->ordinal][callbacks];
+        *e = (struct engine){ d, callbacks };
+        rc = -pthread_create(&t, &a, copy_engine, e);
         pthread_attr_destroy(&a);
         if (rc)
-            sim_log("device %d: cannot start the host copy engine thread (%d)", d->ordinal, -rc);
+            sim_log("device %d: cannot start the host %s thread (%d)", d->ordinal,
+                    callbacks ? "callback" : "copy engine", -rc);
         else
-            d->copy_engine_started = true;
+            *started = true;
     }
     pthread_mutex_unlock(&engine_lock);
     return rc;
 }
 
-/* Asynchronous host copy (pinned memory): the call returns once the gate op
- * is queued.  The caller must keep both buffers alive and unchanged until
- * the stream passes the copy, as with real CUDA. */
-int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+/* A job filed under a gate it arms; the call returns once the gate op is
+ * queued. */
+static int gated_job(struct sim_device *d, uint32_t slot, struct sim_copy_job job)
 {
-    int rc = copy_engine_start(d);
+    int rc = copy_engine_start(d, job.fn != NULL);
     if (rc)
         return rc;
     uint32_t gate;
@@ -301,7 +316,8 @@ int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
         return rc;
     if ((rc = sim_lock(d)))
         return rc;
-    d->copy_jobs[gate] = (struct sim_copy_job){ dst, src, n, true };
+    job.pending = true;
+    d->copy_jobs[gate] = job;
     sim_unlock(d);
     struct sim_op op = { .kind = SIM_OP_HOST_GATE, .stream = slot };
     op.u.gate.gate = gate;
@@ -313,4 +329,20 @@ int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
         }
     }
     return rc;
+}
+
+/* Asynchronous host copy (pinned memory).  The caller must keep both
+ * buffers alive and unchanged until the stream passes the copy, as with
+ * real CUDA. */
+int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+{
+    return gated_job(d, slot, (struct sim_copy_job){ .dst = dst, .src = src, .n = n });
+}
+
+/* A host function: run by the device's callback thread (not the copy
+ * engine: a host function may wait, copies must not wait for it) when the
+ * stream reaches its gate; the stream goes on when it returns. */
+int sim_host_func(struct sim_device *d, uint32_t slot, CUhostFn fn, void *data)
+{
+    return gated_job(d, slot, (struct sim_copy_job){ .fn = fn, .data = data });
 }

@@ -160,8 +160,16 @@ struct sim_device {
     struct sim_uvm *uvm;        /* shared UVM state of the managed area */
     /* host copy engine (queue.c): asynchronous copies to/from pinned host
      * memory, one per gate, guarded by sh->lock */
-    struct sim_copy_job { void *dst; const void *src; size_t n; bool pending; } copy_jobs[SIM_MAX_GATES];
+    struct sim_copy_job {
+        void *dst;
+        const void *src;
+        size_t n;
+        CUhostFn fn;            /* a host function (cuLaunchHostFunc) instead of a copy */
+        void *data;
+        bool pending;
+    } copy_jobs[SIM_MAX_GATES];
     bool copy_engine_started;   /* guarded by queue.c's engine_lock */
+    bool callback_thread_started;
 };
 
 struct sim_global {
@@ -276,6 +284,36 @@ void *sim_vmm_fiber_area(unsigned slot);
 #define SIM_FIBER_STACK_BYTES (256ul << 10)     /* per thread, a guard page included */
 #define SIM_FIBER_HEAD_BYTES (2ul << 20)        /* dynamic shared memory, warp slots, state */
 #define SIM_FIBER_AREA_BYTES (SIM_FIBER_HEAD_BYTES + (uint64_t)SIM_FIBER_MAX * SIM_FIBER_STACK_BYTES)
+
+/* graph.c: a captured call, replayed by cuGraphLaunch */
+enum sim_gnode_kind { SIM_GNODE_KERNEL, SIM_GNODE_COPY, SIM_GNODE_MEMSET, SIM_GNODE_HOST };
+struct sim_gnode {
+    int kind;
+    CUfunction func;                    /* kernel: function, dims, packed arguments */
+    struct simgpu_launch_dims dims;
+    unsigned smem;
+    unsigned char *args;                /* malloc'd; owned by the graph */
+    uint32_t args_bytes;
+    CUdeviceptr dst, src;               /* copy (unified addresses) and memset */
+    size_t bytes;
+    uint32_t value, elem;
+    size_t count;
+    CUhostFn fn;                        /* host function */
+    void *data;
+};
+/* Called by each stream op before it is issued on `s`: records it when `s`
+ * captures (*captured; `node` is then the graph's, its args taken), or
+ * refuses it as CUDA does during a capture (graph.c's comment).
+ * `sync_form`: a synchronous API form (potentially unsafe during capture). */
+CUresult sim_capture_op(CUstream s, bool ptds, bool sync_form, struct sim_gnode *node, bool *captured);
+/* Whether any capture runs (a hint, read without a lock). */
+bool sim_capture_active(void);
+/* A sync or query of `s` (NULL/legacy: of the device). */
+CUresult sim_capture_sync(CUstream s, bool ptds);
+/* cuCtxSynchronize, cuMemAlloc/Free and the like. */
+CUresult sim_capture_unsafe_call(void);
+/* queue.c: run fn(data) on the device's callback thread when `slot` reaches it. */
+int sim_host_func(struct sim_device *d, uint32_t slot, CUhostFn fn, void *data);
 
 /* fibers.c (device process): runs one block of a `thread` kernel, its
  * threads as cooperative fibers.  0, or -EDEADLK when threads wait at
