@@ -68,7 +68,8 @@
 	X(func_param_info, "cuFuncGetParamInfo", PFN_cuFuncGetParamInfo_v12040)  \
 	X(kernel_param_info, "cuKernelGetParamInfo", PFN_cuKernelGetParamInfo_v12040) \
 	X(func_load, "cuFuncLoad", PFN_cuFuncLoad_v12040)                        \
-	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)
+	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)               \
+	X(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", PFN_cuThreadExchangeStreamCaptureMode_v10010)
 
 static struct driver {
 #define DRIVER_FIELD(field, name, type) type field;
@@ -183,6 +184,26 @@ cudaError_t cuda_runtime_error_of(CUresult rc)
 		}                                                                                \
 		cu_errno(rc_);                                                                   \
 	})
+
+int gpu_capture_relax(void)
+{
+	if (!cuda_backend_ready() || !drv.exchange_capture_mode)
+		return -1;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	if (CU_CHECK(drv.exchange_capture_mode(&mode),
+		     "cuThreadExchangeStreamCaptureMode (the shim's own work in relaxed capture mode)"))
+		return -1; /* in the program's mode: during a capture it may be refused */
+	return (int)mode;
+}
+
+void gpu_capture_restore(int mode)
+{
+	if (mode < 0)
+		return;
+	CUstreamCaptureMode m = (CUstreamCaptureMode)mode;
+	(void)CU_CHECK(drv.exchange_capture_mode(&m),
+		       "cuThreadExchangeStreamCaptureMode (the program's capture mode given back)");
+}
 
 int cuda_current_device(void)
 {

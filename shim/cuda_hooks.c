@@ -450,6 +450,8 @@ struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstrea
 
 /* The body every driver launch wrapper shares: `call` is the real launch
  * written with l.fwd_params / l.fwd_extra. */
+/* The protocol runs with the thread's capture mode relaxed (gpu.h); the
+ * program's own call runs in the program's mode. */
 #define LAUNCH(real, info, call)                                             \
 	do {                                                                 \
 		struct gpu_launch l = (info);                                \
@@ -457,9 +459,13 @@ struct gpu_launch launch_info(enum gpu_func_kind kind, const void *func, CUstrea
 		if (!(real))                                                 \
 			return CUDA_ERROR_NOT_INITIALIZED;                   \
 		gpu_hook_depth++;                                            \
+		int mode_ = gpu_capture_relax();                             \
 		gpu_launch_prepare(&l);                                      \
+		gpu_capture_restore(mode_);                                  \
 		rc_ = l.error ? l.error : (call);                            \
+		mode_ = gpu_capture_relax();                                 \
 		gpu_launch_done(&l, rc_);                                    \
+		gpu_capture_restore(mode_);                                  \
 		gpu_hook_depth--;                                            \
 		return rc_;                                                  \
 	} while (0)
@@ -576,7 +582,9 @@ GAIA_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream
 		gpu_hook_depth++;                                            \
 		rc_ = (call);                                                \
 		if (is_sync) {                                               \
+			int mode_ = gpu_capture_relax();                     \
 			CUresult g_ = gpu_after_sync((kind), rc_);           \
+			gpu_capture_restore(mode_);                          \
 			if (rc_ == CUDA_SUCCESS)                             \
 				rc_ = g_;                                    \
 		}                                                            \

@@ -32,7 +32,9 @@ static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, c
 		return real(func, grid, block, args, smem, stream);
 	l = launch_info(GPU_FUNC_RUNTIME, func, (CUstream)stream, pt, args, NULL);
 	gpu_hook_depth++;
+	int mode = gpu_capture_relax(); /* the shim's own work only (gpu.h) */
 	gpu_launch_prepare(&l);
+	gpu_capture_restore(mode);
 	if (l.error) {
 		/* Refused (the region could not be brought to the device). The
 		 * runtime must record an error for cudaGetLastError, and has no
@@ -44,7 +46,9 @@ static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, c
 	} else {
 		e = real(func, grid, block, l.fwd_params, smem, stream);
 	}
+	mode = gpu_capture_relax();
 	gpu_launch_done(&l, runtime_rc(e));
+	gpu_capture_restore(mode);
 	gpu_hook_depth--;
 	return e;
 }
@@ -71,11 +75,13 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 g
 			return (call);                                       \
 		gpu_hook_depth++;                                            \
 		e_ = (call);                                                 \
+		int mode_ = gpu_capture_relax();                             \
 		if (is_sync && e_ == cudaSuccess)                            \
 			e_ = cuda_runtime_error_of(                          \
 				gpu_after_sync((kind), runtime_rc(e_)));     \
 		else if (is_sync)                                            \
 			(void)gpu_after_sync((kind), runtime_rc(e_));        \
+		gpu_capture_restore(mode_);                                  \
 		gpu_hook_depth--;                                            \
 		return e_;                                                   \
 	} while (0)

@@ -34,6 +34,18 @@ GAIA_HIDDEN void *cuda_real(const char *abi_name);
  * cudart reaches the wrapped driver, or the shim's own driver calls). */
 GAIA_HIDDEN extern __thread int gpu_hook_depth __attribute__((tls_model("initial-exec")));
 
+/* The shim's own CUDA work inside a hook (uploads, replicas, diffs, device
+ * waits) runs with the calling thread's stream-capture mode set to
+ * RELAXED: a program capturing a graph (in this thread or, under the
+ * default GLOBAL mode, in any thread) would otherwise see the shim's
+ * allocations and waits refused and its capture invalidated. The shim
+ * never touches the legacy stream or a capturing stream there (its work
+ * goes to a stream of its own). gpu_capture_relax returns the mode to
+ * give back to gpu_capture_restore; both cost nothing without a driver
+ * that has cuThreadExchangeStreamCaptureMode. (backend_cuda.c) */
+GAIA_HIDDEN int gpu_capture_relax(void);
+GAIA_HIDDEN void gpu_capture_restore(int mode);
+
 /* --- what the hooks report (gpu.c) --- */
 
 /* How a launch's parameters are described: a driver CUfunction (or a

@@ -107,6 +107,36 @@ static CUresult device_to_host(uint8_t *dst, CUdeviceptr src, size_t n, CUstream
 	return rc;
 }
 
+/* A copy the shim makes runs when called: a stream that captures a graph
+ * would not hold it, and the graph would replay without it. Refused, with
+ * the capture invalidated (a query of a capturing stream does that), so no
+ * graph that lacks the copy can be launched. The legacy stream while a
+ * blocking stream captures: the driver's own answer. */
+static bool refused_by_capture(CUstream stream, size_t n, bool to_mapping, CUresult *rc)
+{
+	PFN_cuStreamIsCapturing_v10000 is = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	if (!is)
+		return false;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUresult r = is(stream, &st);
+	if (r == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_NONE)
+		return false;
+	if (r == CUDA_SUCCESS) {
+		PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+		if (query)
+			(void)query(stream);
+		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	gaia_warn("a copy of %zu bytes %s a mapped file on a stream that is capturing a graph: the shim makes "
+		  "such copies itself, when they are called, so a graph cannot hold one; refused (%s) and the "
+		  "capture invalidated. Make the copy outside the capture, or read the mapping in a kernel",
+		  n, to_mapping ? "into" : "from", r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+							? "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"
+							: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+	*rc = r;
+	return true;
+}
+
 bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
 		 enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc)
 {
@@ -114,6 +144,8 @@ bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_si
 	bool dst_mapped = dst_side != GPU_COPY_DEVICE && gpu_is_mapped_host(dst, n);
 	if (!n || (!src_mapped && !dst_mapped))
 		return false;
+	if (refused_by_capture(stream, n, dst_mapped, rc))
+		return true;
 	gpu_hook_depth++;
 	bool src_dev = src_side == GPU_COPY_DEVICE ||
 		       (src_side == GPU_COPY_UNIFIED && !src_mapped && is_device_memory(src));
