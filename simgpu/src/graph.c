@@ -66,6 +66,49 @@ static void gnode_free(struct sim_gnode *g)
         free(g->args);
 }
 
+/* Live graphs and executable graphs: a handle is checked against this set
+ * before it is read, so a destroyed or made-up handle is
+ * CUDA_ERROR_INVALID_HANDLE, never a read of freed memory. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_graph **live;
+static size_t nlive, caplive;
+
+static bool live_add(struct sim_graph *g)
+{
+    pthread_mutex_lock(&live_lock);
+    bool ok = true;
+    if (nlive == caplive) {
+        size_t cap = caplive ? 2 * caplive : 16;
+        struct sim_graph **v = realloc(live, cap * sizeof(*v));
+        if (v) {
+            live = v;
+            caplive = cap;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok)
+        live[nlive++] = g;
+    pthread_mutex_unlock(&live_lock);
+    return ok;
+}
+
+/* Removes g from the set when it is there with that magic; true if so. */
+static bool live_take(const void *h, uint32_t magic, bool remove)
+{
+    bool found = false;
+    pthread_mutex_lock(&live_lock);
+    for (size_t i = 0; i < nlive && !found; i++) {
+        if (live[i] == h && live[i]->magic == magic) {
+            found = true;
+            if (remove)
+                live[i] = live[--nlive];
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
 static void graph_free(struct sim_graph *g)
 {
     for (size_t i = 0; i < g->n; i++)
@@ -282,6 +325,9 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
     if (c->invalid) {
         graph_free(c->graph);
         r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (!live_add(c->graph)) {
+        graph_free(c->graph);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
         *phGraph = (CUgraph)c->graph;
     }
@@ -355,8 +401,7 @@ CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 
 static struct sim_graph *graph_of(CUgraph h, uint32_t magic)
 {
-    struct sim_graph *g = (struct sim_graph *)h;
-    return g && g->magic == magic ? g : NULL;
+    return live_take(h, magic, false) ? (struct sim_graph *)h : NULL;
 }
 
 CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
@@ -385,6 +430,10 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph h
             memcpy(e->node[i].args, g->node[i].args, g->node[i].args_bytes);
         }
         e->n = i + 1;
+    }
+    if (!live_add(e)) {
+        graph_free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *phGraphExec = (CUgraphExec)e;
     return CUDA_SUCCESS;
@@ -450,19 +499,17 @@ CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-    struct sim_graph *e = graph_of((CUgraph)hGraphExec, EXEC_MAGIC);
-    if (!e)
+    if (!live_take(hGraphExec, EXEC_MAGIC, true))
         return CUDA_ERROR_INVALID_HANDLE;
-    graph_free(e);
+    graph_free((struct sim_graph *)hGraphExec);
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
 {
-    struct sim_graph *g = graph_of(hGraph, GRAPH_MAGIC);
-    if (!g)
+    if (!live_take(hGraph, GRAPH_MAGIC, true))
         return CUDA_ERROR_INVALID_HANDLE;
-    graph_free(g);
+    graph_free((struct sim_graph *)hGraph);
     return CUDA_SUCCESS;
 }
 
