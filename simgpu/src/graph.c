@@ -137,6 +137,21 @@ static bool is_legacy(CUstream s, bool ptds)
     return s == CU_STREAM_LEGACY || (s == NULL && !ptds);
 }
 
+/* Whether a blocking stream captures (work on the legacy stream would join
+ * it); with `invalidate`, those captures are invalidated.  Lock held. */
+static bool blocking_capture_locked(bool invalidate)
+{
+    bool any = false;
+    for (unsigned i = 0; i < ncaptures; i++) {
+        if (!(captures[i]->stream->flags & CU_STREAM_NON_BLOCKING)) {
+            any = true;
+            if (invalidate)
+                captures[i]->invalid = true;
+        }
+    }
+    return any;
+}
+
 /* Whether capture c prohibits this thread's unsafe calls. */
 static bool prohibits(const struct sim_capture *c)
 {
@@ -205,14 +220,8 @@ CUresult sim_capture_op(CUstream s, bool ptds, bool sync_form, struct sim_gnode 
                 *captured = true;
             }
         }
-    } else if (is_legacy(s, ptds)) {
-        /* the legacy stream would join every blocking stream's capture */
-        for (unsigned i = 0; i < ncaptures; i++) {
-            if (!(captures[i]->stream->flags & CU_STREAM_NON_BLOCKING)) {
-                captures[i]->invalid = true;
-                r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-            }
-        }
+    } else if (is_legacy(s, ptds) && blocking_capture_locked(true)) {
+        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;     /* it would join their captures */
     }
 out:
     pthread_mutex_unlock(&capture_lock);
@@ -360,9 +369,8 @@ static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status)
         /* the legacy stream while a blocking stream captures: CUDA says so */
         if (hStream != CU_STREAM_PER_THREAD && __atomic_load_n(&ncaptures, __ATOMIC_ACQUIRE)) {
             pthread_mutex_lock(&capture_lock);
-            for (unsigned i = 0; i < ncaptures; i++)
-                if (!(captures[i]->stream->flags & CU_STREAM_NON_BLOCKING))
-                    r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+            if (blocking_capture_locked(false))
+                r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
             pthread_mutex_unlock(&capture_lock);
         }
         return r;

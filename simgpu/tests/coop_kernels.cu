@@ -4,11 +4,10 @@
  * nvcc (simgpu/nvcc_kernels) to keep them real CUDA. */
 #include "coop_kernels.h"
 
-/* Per-block sum through a shared-memory tree (blockDim.x a power of two,
- * at most 256). */
-__global__ void coop_block_sum(const int *in, int *out, int n)
+/* Per-block sum through a shared-memory tree `s` (blockDim.x a power of
+ * two, at most 256), written by thread 0 to out[blockIdx.x]. */
+__device__ void block_tree_sum(int *s, const int *in, int *out, int n)
 {
-    __shared__ int s[256];
     unsigned t = threadIdx.x;
     int i = blockIdx.x * blockDim.x + t;
     s[t] = i < n ? in[i] : 0;
@@ -21,23 +20,19 @@ __global__ void coop_block_sum(const int *in, int *out, int n)
     if (t == 0)
         out[blockIdx.x] = s[0];
 }
+
+__global__ void coop_block_sum(const int *in, int *out, int n)
+{
+    __shared__ int s[256];
+    block_tree_sum(s, in, out, n);
+}
 SIMGPU_KERNEL(coop_block_sum);
 
 /* The same with the launch's dynamic shared memory (blockDim.x ints). */
 __global__ void coop_dynamic_sum(const int *in, int *out, int n)
 {
     SIMGPU_DYNAMIC_SHARED(int, s);
-    unsigned t = threadIdx.x;
-    int i = blockIdx.x * blockDim.x + t;
-    s[t] = i < n ? in[i] : 0;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (t < half)
-            s[t] += s[t + half];
-        __syncthreads();
-    }
-    if (t == 0)
-        out[blockIdx.x] = s[0];
+    block_tree_sum(s, in, out, n);
 }
 SIMGPU_KERNEL(coop_dynamic_sum);
 
