@@ -174,7 +174,8 @@ static void test_runtime_graph_and_callbacks(void **)
     assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     int *d;
     assert_int_equal(cudaMalloc((void **)&d, 256 * sizeof(int)), cudaSuccess);
-    assert_int_equal(cudaMemset(d, 0, 256 * sizeof(int)), cudaSuccess);
+    /* on s: a non-blocking stream is not ordered after the legacy stream */
+    assert_int_equal(cudaMemsetAsync(d, 0, 256 * sizeof(int), s), cudaSuccess);
     int calls = 0;
     int n = 256;
     void *args[] = { &d, &n };
