@@ -41,10 +41,6 @@
 #include <sanitizer/common_interface_defs.h>
 #define FIBER_ASAN 1
 #endif
-#if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-#define FIBER_TSAN 1
-#endif
 #if !defined(__x86_64__)
 #include <ucontext.h>
 #endif
@@ -58,9 +54,6 @@ enum fstate { F_NEW, F_RUNNING, F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
 struct stack {
     unsigned char *lo;          /* lowest usable byte (above the guard) */
-#if defined(FIBER_TSAN)
-    void *tsan;                 /* the TSan fiber of this stack, made once */
-#endif
 };
 
 /* A thread of the block: where it is suspended while it waits. */
@@ -105,9 +98,6 @@ struct slot {
     void *sched_fake_stack;
     const void *sched_bottom;
     size_t sched_size;
-#endif
-#if defined(FIBER_TSAN)
-    void *sched_tsan;
 #endif
     struct fiber f[SIM_FIBER_MAX];
     uint8_t state[SIM_FIBER_MAX];   /* enum fstate, per thread */
@@ -159,7 +149,12 @@ void sim_fiber_switch(void **save_sp, void *to_sp) __attribute__((visibility("hi
 extern char sim_fiber_entry[] __attribute__((visibility("hidden")));
 #endif
 
-static void fiber_main(struct slot *s) __attribute__((noreturn));
+/* A fiber's first frame never returns (it switches away for good), so TSan
+ * must not count it: its shadow call stack would grow by a frame per
+ * fiber until it overflows.  leave() is kept out for the same reason. */
+#define NOT_TRACED __attribute__((no_sanitize_thread))
+
+static void fiber_main(struct slot *s) __attribute__((noreturn)) NOT_TRACED;
 
 static struct slot *slot_get(void)
 {
@@ -175,9 +170,6 @@ static struct slot *slot_get(void)
     }
     struct slot *s = (struct slot *)(void *)(area + STATE_OFF);
     s->area = area;
-#if defined(FIBER_TSAN)
-    s->sched_tsan = __tsan_get_current_fiber();
-#endif
     me = s;
     return s;
 }
@@ -195,9 +187,6 @@ static int stack_take(struct slot *s)
         return -1;
     }
     s->stacks[i].lo = base + 4096;
-#if defined(FIBER_TSAN)
-    s->stacks[i].tsan = __tsan_create_fiber(0);
-#endif
     s->stacks_open++;
     return (int)i;
 }
@@ -209,11 +198,7 @@ static void switch_in(struct slot *s, int stack, void *sp_or_uc)
 #if defined(FIBER_ASAN)
     __sanitizer_start_switch_fiber(&s->sched_fake_stack, s->stacks[stack].lo, SIM_FIBER_STACK_BYTES - 4096);
 #endif
-#if defined(FIBER_TSAN)
-    __tsan_switch_to_fiber(s->stacks[stack].tsan, 0);
-#else
     (void)stack;
-#endif
 #if defined(__x86_64__)
     sim_fiber_switch(&s->sched_sp, sp_or_uc);
 #else
@@ -239,14 +224,11 @@ static void resume(struct slot *s, unsigned t)
 
 /* Fiber -> worker: thread s->cur waits (its context is kept in its
  * struct fiber), or, `ending`, the fiber has nothing left to run. */
-static void leave(struct slot *s, bool ending)
+NOT_TRACED static void leave(struct slot *s, bool ending)
 {
     struct fiber *f = &s->f[s->cur];
 #if defined(FIBER_ASAN)
     __sanitizer_start_switch_fiber(ending ? NULL : &f->fake_stack, s->sched_bottom, s->sched_size);
-#endif
-#if defined(FIBER_TSAN)
-    __tsan_switch_to_fiber(s->sched_tsan, 0);
 #endif
     if (ending) {
 #if defined(__x86_64__)
@@ -300,7 +282,7 @@ static void start_fiber(struct slot *s, int stack)
 #endif
 }
 
-static void fiber_main(struct slot *s)
+NOT_TRACED static void fiber_main(struct slot *s)
 {
 #if defined(FIBER_ASAN)
     __sanitizer_finish_switch_fiber(NULL, &s->sched_bottom, &s->sched_size);
@@ -465,9 +447,6 @@ void sim_fiber_escape(void)
     on_fiber = false;
 #if defined(FIBER_ASAN)
     __sanitizer_start_switch_fiber(NULL, s->sched_bottom, s->sched_size);
-#endif
-#if defined(FIBER_TSAN)
-    __tsan_switch_to_fiber(s->sched_tsan, 0);
 #endif
     drop_block(s);
 }
