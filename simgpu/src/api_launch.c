@@ -89,7 +89,6 @@ static CUresult launch(CUfunction f, const struct simgpu_launch_dims *dims, unsi
     op.u.kernel.trampoline = k->trampoline;
     op.u.kernel.thread = k->thread;
     op.u.kernel.name = k->name;
-    op.u.kernel.smem = smem;
     op.u.kernel.dims = *dims;
     if ((r = pack_args(k, kernelParams, extra, &op)) != CUDA_SUCCESS)
         return r;

@@ -141,7 +141,7 @@ static int run_thread_blocks(const struct sim_op *op, uint64_t b0, uint64_t b1)
         ids.block[0] = (unsigned)(b % d->grid[0]);
         ids.block[1] = (unsigned)(b / d->grid[0] % d->grid[1]);
         ids.block[2] = (unsigned)(b / d->grid[0] / d->grid[1]);
-        int rc = sim_fiber_run_block(op->u.kernel.thread, op->args, &ids, op->u.kernel.smem, op->u.kernel.name);
+        int rc = sim_fiber_run_block(op->u.kernel.thread, op->args, &ids, op->u.kernel.name);
         if (rc)
             return rc;
         if (__atomic_load_n(&SH->sticky_error, __ATOMIC_RELAXED))

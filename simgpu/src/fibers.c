@@ -52,9 +52,6 @@
 
 enum fstate { F_NEW, F_RUNNING, F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
-struct stack {
-    unsigned char *lo;          /* lowest usable byte (above the guard) */
-};
 
 /* A thread of the block: where it is suspended while it waits. */
 struct fiber {
@@ -87,7 +84,6 @@ struct slot {
     unsigned stacks_open;       /* [0, stacks_open) are usable */
     unsigned nfree;
     int free_stack[SIM_FIBER_MAX];
-    struct stack stacks[SIM_FIBER_MAX];
     /* the worker's own context */
 #if defined(__x86_64__)
     void *sched_sp;
@@ -174,6 +170,12 @@ static struct slot *slot_get(void)
     return s;
 }
 
+/* The lowest usable byte of stack i (above its guard page). */
+static unsigned char *stack_lo(const struct slot *s, int i)
+{
+    return s->area + SIM_FIBER_HEAD_BYTES + (uint64_t)i * SIM_FIBER_STACK_BYTES + 4096;
+}
+
 static int stack_take(struct slot *s)
 {
     if (s->nfree)
@@ -181,12 +183,10 @@ static int stack_take(struct slot *s)
     if (s->stacks_open == SIM_FIBER_MAX)
         return -1;  /* cannot happen: one stack per thread at most */
     unsigned i = s->stacks_open;
-    unsigned char *base = s->area + SIM_FIBER_HEAD_BYTES + (uint64_t)i * SIM_FIBER_STACK_BYTES;
-    if (mprotect(base + 4096, SIM_FIBER_STACK_BYTES - 4096, PROT_READ | PROT_WRITE) < 0) {
+    if (mprotect(stack_lo(s, (int)i), SIM_FIBER_STACK_BYTES - 4096, PROT_READ | PROT_WRITE) < 0) {
         sim_log("fiber stack %u: mprotect: %s", i, strerror(errno));
         return -1;
     }
-    s->stacks[i].lo = base + 4096;
     s->stacks_open++;
     return (int)i;
 }
@@ -196,7 +196,7 @@ static void switch_in(struct slot *s, int stack, void *sp_or_uc)
 {
     on_fiber = true;
 #if defined(FIBER_ASAN)
-    __sanitizer_start_switch_fiber(&s->sched_fake_stack, s->stacks[stack].lo, SIM_FIBER_STACK_BYTES - 4096);
+    __sanitizer_start_switch_fiber(&s->sched_fake_stack, stack_lo(s, stack), SIM_FIBER_STACK_BYTES - 4096);
 #endif
     (void)stack;
 #if defined(__x86_64__)
@@ -259,7 +259,7 @@ static void fiber_main_uc(unsigned hi, unsigned lo)
 /* Start a fiber on `stack`: it runs threads not yet started. */
 static void start_fiber(struct slot *s, int stack)
 {
-    unsigned char *top = s->stacks[stack].lo + (SIM_FIBER_STACK_BYTES - 4096);
+    unsigned char *top = stack_lo(s, stack) + (SIM_FIBER_STACK_BYTES - 4096);
     s->starting_stack = stack;
 #if defined(__x86_64__)
     uint64_t *sp = (uint64_t *)(void *)top - 7;
@@ -272,7 +272,7 @@ static void start_fiber(struct slot *s, int stack)
 #else
     static __thread ucontext_t uc;
     getcontext(&uc);
-    uc.uc_stack.ss_sp = s->stacks[stack].lo;
+    uc.uc_stack.ss_sp = stack_lo(s, stack);
     uc.uc_stack.ss_size = SIM_FIBER_STACK_BYTES - 4096;
     uc.uc_link = NULL;
     uint64_t p = (uint64_t)(uintptr_t)s;
@@ -382,7 +382,7 @@ static void drop_block(struct slot *s)
 #if defined(FIBER_ASAN)
     /* the abandoned frames' redzones would poison the next threads */
     for (unsigned i = 0; i < s->stacks_open; i++)
-        __asan_unpoison_memory_region(s->stacks[i].lo, SIM_FIBER_STACK_BYTES - 4096);
+        __asan_unpoison_memory_region(stack_lo(s, (int)i), SIM_FIBER_STACK_BYTES - 4096);
 #endif
     s->nfree = 0;
     for (unsigned i = 0; i < s->stacks_open; i++)
@@ -390,7 +390,7 @@ static void drop_block(struct slot *s)
     s->live = 0;
 }
 
-int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simgpu_thread_ids *ids, uint32_t smem,
+int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simgpu_thread_ids *ids,
                         const char *kernel)
 {
     struct slot *s = slot_get();
@@ -399,7 +399,6 @@ int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simg
                 SIM_FIBER_SLOTS);
         return -ENOSPC;
     }
-    (void)smem;     /* the area is DYN_SMEM_BYTES whatever the launch asked for */
     s->fn = fn;
     s->args = args;
     s->ids = *ids;

@@ -72,7 +72,6 @@ struct sim_op {
             const char *name;                  /* for messages (same address in the device) */
             struct simgpu_launch_dims dims;
             uint32_t args_bytes;
-            uint32_t smem;                     /* dynamic shared memory bytes */
         } kernel;
         struct { uint64_t dst; uint32_t value; uint32_t elem_bytes; uint64_t count; } memset;
         struct { uint64_t dst, src, bytes; } copy;
@@ -319,7 +318,7 @@ int sim_host_func(struct sim_device *d, uint32_t slot, CUhostFn fn, void *data);
  * threads as cooperative fibers.  0, or -EDEADLK when threads wait at
  * barriers none can pass (a message is logged), -ENOSPC past the fiber
  * slots.  A fault inside leaves through sim_fiber_escape(). */
-int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simgpu_thread_ids *ids, uint32_t smem,
+int sim_fiber_run_block(simgpu_thread_fn fn, const void *args, const struct simgpu_thread_ids *ids,
                         const char *kernel);
 /* Called by the fault handler before it leaves a kernel by siglongjmp: if
  * the fault was on a fiber, the sanitizers are told the worker's stack is
