@@ -30,6 +30,23 @@ struct simgpu_stats {
     uint64_t uvm_migrated_bytes;           /* bytes migrated by faults or prefetch */
     uint64_t device_bytes_in_use;          /* gauge: device memory allocated now */
     uint64_t managed_bytes_in_use;         /* gauge: managed memory allocated now */
+    /* The modelled host<->device link (SIMGPU_BUS_GBPS, _LATENCY_US), by
+     * direction (enum simgpu_bus_dir) and kind (enum simgpu_bus_kind):
+     * bytes moved, transfers, and the link time charged for them (latency
+     * + bytes / rate, summed; 0 with the bus off).  bus_wait_ns: time
+     * transfers waited for the link while others held it. */
+    uint64_t bus_bytes[2][4];
+    uint64_t bus_transfers[2][4];
+    uint64_t bus_ns[2][4];
+    uint64_t bus_wait_ns[2];
+};
+
+enum simgpu_bus_dir { SIMGPU_BUS_HTOD = 0, SIMGPU_BUS_DTOH = 1 };
+enum simgpu_bus_kind {
+    SIMGPU_BUS_COPY = 0,        /* cuMemcpy* between host and device memory */
+    SIMGPU_BUS_MIGRATION = 1,   /* managed memory moved by a fault or a prefetch */
+    SIMGPU_BUS_EVICTION = 2,    /* managed memory pushed back to the host when the device is full */
+    SIMGPU_BUS_HOST_ACCESS = 3, /* kernels reading or writing host memory */
 };
 
 /* Copy device `device`'s counters into *out.  Returns 0, -EINVAL for a bad

@@ -178,10 +178,12 @@ static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, C
     int hk = sim_ptr_classify((uint64_t)(uintptr_t)host, n, &hd, NULL);
     if (hk < 0 || hk == SIM_PTR_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
-    bool pinned = async && hk == SIM_PTR_HOST && sim_pinned_find((uint64_t)(uintptr_t)host, n, NULL);
-    int (*copy)(struct sim_device *, uint32_t, void *, const void *, size_t) =
-        pinned ? sim_async_host_copy : sim_gated_host_copy;
-    int rc = dir == HTOD ? copy(d, slot, view, host, n) : copy(d, slot, host, view, n);
+    bool pinned = hk == SIM_PTR_HOST && sim_pinned_find((uint64_t)(uintptr_t)host, n, NULL);
+    enum simgpu_bus_dir bus = dir == HTOD ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH;
+    void *to = dir == HTOD ? (void *)view : host;
+    const void *from = dir == HTOD ? (const void *)host : view;
+    int rc = pinned && async ? sim_async_host_copy(d, slot, to, from, n, bus)
+                             : sim_gated_host_copy(d, slot, to, from, n, bus, pinned);
     if (d->sh->sticky_error)
         return (CUresult)d->sh->sticky_error;
     if (rc)

@@ -190,10 +190,13 @@ static int gate_acquire(struct sim_device *d, uint32_t *gate)
  * its private view (the shadow mapping), in stream order: a HOST_GATE op
  * takes the copy's place in the stream; when the device reaches it, every
  * earlier op the stream depends on has completed and later ones wait until
- * the host releases the gate.  This is the "pageable memory" behaviour of
+ * the host releases the gate.  The copy books the direction's link
+ * (bus.c), moves the bytes when its turn starts and releases the gate when
+ * the modelled transfer ends.  This is the "pageable memory" behaviour of
  * real CUDA: the call returns once the copy is done.
  */
-int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
+                        enum simgpu_bus_dir dir, bool pinned)
 {
     uint32_t gate;
     int rc = gate_acquire(d, &gate);
@@ -215,8 +218,12 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
             return rc;
     sim_unlock(d);
     int poisoned = d->sh->sticky_error;
-    if (!poisoned)
+    if (!poisoned) {
+        struct sim_bus_slot t = sim_bus_reserve(d, dir, SIMGPU_BUS_COPY, n, !pinned);
+        sim_bus_wait_until(t.start_ns);
         memcpy(dst, src, n);
+        sim_bus_wait_until(t.end_ns);
+    }
     if ((rc = sim_lock(d)))
         return rc;
     d->sh->gates[gate] = GATE_RELEASED;
@@ -226,24 +233,33 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
 }
 
 /*
- * The host copy engine of one device: a host thread that plays the DMA
- * engine for copies to and from pinned host memory.  sim_async_host_copy
- * files a job under the gate it armed and returns; when the device reaches
- * that gate (everything the stream depends on is done), this thread copies
- * through the shadow and releases the gate, so later ops of the stream run
- * after the bytes moved.  Jobs are guarded by the control lock; the device
- * broadcasts host_cv when it reaches a gate.  A dead device ends the thread
- * (every waiter then reports the device lost).
+ * The host copy engines of one device: host threads that play the DMA
+ * engines for copies to and from pinned host memory, one per direction (a
+ * GPU has a copy engine each way, so an upload and a download overlap).
+ * sim_async_host_copy files a job under the gate it armed and returns; when
+ * the device reaches that gate (everything the stream depends on is done),
+ * the engine of the job's direction books the link, copies through the
+ * shadow when its turn starts and releases the gate when the transfer ends,
+ * so later ops of the stream run after the bytes moved.  Jobs are guarded
+ * by the control lock; the device broadcasts host_cv when it reaches a gate.
+ * A dead device ends the thread (every waiter then reports the device lost).
  */
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 
+enum { ENGINE_CALLBACKS = 2 };  /* after the two copy directions */
+
 struct engine {
     struct sim_device *d;
-    bool callbacks;     /* runs host functions, not copies */
+    int kind;           /* SIMGPU_BUS_HTOD, SIMGPU_BUS_DTOH or ENGINE_CALLBACKS */
 };
-static struct engine engines[SIM_MAX_DEVICES][2];
+static struct engine engines[SIM_MAX_DEVICES][3];
 
-/* The copy engine and the callback thread share this loop: each takes the
+static int job_engine(const struct sim_copy_job *job)
+{
+    return job->fn ? ENGINE_CALLBACKS : (int)job->dir;
+}
+
+/* The copy engines and the callback thread share this loop: each takes the
  * jobs of its kind whose gate has been reached. */
 static void *copy_engine(void *arg)
 {
@@ -254,7 +270,7 @@ static void *copy_engine(void *arg)
     for (;;) {
         uint32_t g = SIM_MAX_GATES;
         for (uint32_t i = 0; i < SIM_MAX_GATES; i++) {
-            if (d->copy_jobs[i].pending && (d->copy_jobs[i].fn != NULL) == e->callbacks &&
+            if (d->copy_jobs[i].pending && job_engine(&d->copy_jobs[i]) == e->kind &&
                 d->sh->gates[i] == GATE_REACHED) {
                 g = i;
                 break;
@@ -269,10 +285,14 @@ static void *copy_engine(void *arg)
         d->copy_jobs[g].pending = false;
         bool poisoned = d->sh->sticky_error != 0;
         sim_unlock(d);
-        if (job.fn && !poisoned)
+        if (job.fn && !poisoned) {
             job.fn(job.data);
-        else if (!poisoned)
+        } else if (!poisoned) {
+            struct sim_bus_slot t = sim_bus_reserve(d, job.dir, SIMGPU_BUS_COPY, job.n, false);
+            sim_bus_wait_until(t.start_ns);
             memcpy(job.dst, job.src, job.n);
+            sim_bus_wait_until(t.end_ns);
+        }
         if (sim_lock(d))
             return NULL;
         d->sh->gates[g] = GATE_RELEASED;
@@ -280,25 +300,24 @@ static void *copy_engine(void *arg)
     }
 }
 
-static int copy_engine_start(struct sim_device *d, bool callbacks)
+static int copy_engine_start(struct sim_device *d, int kind)
 {
+    static const char *const what[] = { "upload copy engine", "download copy engine", "callback" };
     int rc = 0;
     pthread_mutex_lock(&engine_lock);
-    bool *started = callbacks ? &d->callback_thread_started : &d->copy_engine_started;
-    if (!*started) {
+    if (!d->engine_started[kind]) {
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_t t;
-        struct engine *e = &engines[d->ordinal][callbacks];
-        *e = (struct engine){ d, callbacks };
+        struct engine *e = &engines[d->ordinal][kind];
+        *e = (struct engine){ d, kind };
         rc = -pthread_create(&t, &a, copy_engine, e);
         pthread_attr_destroy(&a);
         if (rc)
-            sim_log("device %d: cannot start the host %s thread (%d)", d->ordinal,
-                    callbacks ? "callback" : "copy engine", -rc);
+            sim_log("device %d: cannot start the host %s thread (%d)", d->ordinal, what[kind], -rc);
         else
-            *started = true;
+            d->engine_started[kind] = true;
     }
     pthread_mutex_unlock(&engine_lock);
     return rc;
@@ -308,7 +327,7 @@ static int copy_engine_start(struct sim_device *d, bool callbacks)
  * queued. */
 static int gated_job(struct sim_device *d, uint32_t slot, struct sim_copy_job job)
 {
-    int rc = copy_engine_start(d, job.fn != NULL);
+    int rc = copy_engine_start(d, job_engine(&job));
     if (rc)
         return rc;
     uint32_t gate;
@@ -334,9 +353,10 @@ static int gated_job(struct sim_device *d, uint32_t slot, struct sim_copy_job jo
 /* Asynchronous host copy (pinned memory).  The caller must keep both
  * buffers alive and unchanged until the stream passes the copy, as with
  * real CUDA. */
-int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n)
+int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
+                        enum simgpu_bus_dir dir)
 {
-    return gated_job(d, slot, (struct sim_copy_job){ .dst = dst, .src = src, .n = n });
+    return gated_job(d, slot, (struct sim_copy_job){ .dst = dst, .src = src, .n = n, .dir = dir });
 }
 
 /* A host function: run by the device's callback thread (not the copy

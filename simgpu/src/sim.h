@@ -45,6 +45,8 @@ struct sim_env {
     unsigned workers;       /* SIMGPU_WORKERS: device worker threads per device */
     bool stats;             /* SIMGPU_STATS */
     unsigned long uvm_fault_us; /* SIMGPU_UVM_FAULT_US: modelled cost of one UVM fault */
+    unsigned long bus_gbps;     /* SIMGPU_BUS_GBPS: link rate per direction, 0 = no bus model */
+    unsigned long bus_latency_us; /* SIMGPU_BUS_LATENCY_US: per-transfer cost on the link */
 };
 void sim_env_load(struct sim_env *env);
 
@@ -115,6 +117,7 @@ struct sim_shared {
     struct sim_stream_slot streams[SIM_MAX_STREAMS];
     struct sim_event_slot events[SIM_MAX_EVENTS];
     struct simgpu_stats stats;  /* updated with __atomic builtins */
+    uint64_t bus_free_ns[2];    /* bus.c: CLOCK_MONOTONIC ns when each direction's link is next free */
     struct sim_op ring[SIM_RING_SLOTS];
 };
 
@@ -165,10 +168,12 @@ struct sim_device {
         size_t n;
         CUhostFn fn;            /* a host function (cuLaunchHostFunc) instead of a copy */
         void *data;
+        enum simgpu_bus_dir dir;    /* of a copy: which engine moves it */
         bool pending;
     } copy_jobs[SIM_MAX_GATES];
-    bool copy_engine_started;   /* guarded by queue.c's engine_lock */
-    bool callback_thread_started;
+    /* queue.c's host threads, [SIMGPU_BUS_HTOD], [SIMGPU_BUS_DTOH] copy
+     * engines and [2] the callback thread; guarded by its engine_lock */
+    bool engine_started[3];
 };
 
 struct sim_global {
@@ -223,11 +228,15 @@ int sim_slot_alloc_stream(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_stream(struct sim_device *d, uint32_t slot);
 int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_event(struct sim_device *d, uint32_t slot);
-/* Host copy in stream order: gate the stream, copy, release. */
-int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n);
-/* The same, but returns once the copy is queued: the device's host copy
- * engine thread copies when the stream reaches the gate (pinned memory). */
-int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n);
+/* Host copy in stream order: gate the stream, copy, release; charged on
+ * the link of `dir` (at the pageable rate unless `pinned`). */
+int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
+                        enum simgpu_bus_dir dir, bool pinned);
+/* The same for pinned memory, but returns once the copy is queued: the
+ * device's host copy engine of that direction copies when the stream
+ * reaches the gate. */
+int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
+                        enum simgpu_bus_dir dir);
 
 /* pinned.c: page-locked host memory (cuMemAllocHost/HostAlloc/HostRegister). */
 struct sim_pinned {
@@ -348,6 +357,19 @@ const struct simgpu_kernel_desc *sim_kernel_of_handle(const void *handle);
  * NULL if none. */
 const struct simgpu_kernel_desc *sim_kernel_find_by_name(const char *name);
 void sim_registry_seal(void);   /* called at fork: later registrations are not launchable */
+
+/* bus.c: the host<->device link of one device.  sim_bus_reserve books a
+ * transfer on the direction's link (after whatever holds it), counts it,
+ * and returns when it starts and ends (CLOCK_MONOTONIC ns; both 0 with the
+ * bus off).  `pageable`: staged through a bounce buffer, at half the rate.
+ * sim_bus_wait_until returns at that time.  Both are async-signal-safe. */
+struct sim_bus_slot { uint64_t start_ns, end_ns; };
+struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind,
+                                    uint64_t bytes, bool pageable);
+void sim_bus_wait_until(uint64_t ns);
+/* Reserve and wait until the transfer ends (for callers that move no bytes
+ * themselves: UVM migrations flip protections on shared memory). */
+void sim_bus_transfer(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind, uint64_t bytes);
 
 /* stats.c */
 void sim_stats_add(struct sim_device *d, uint64_t *counter, uint64_t v);

@@ -45,5 +45,18 @@ void sim_stats_atexit(void)
                 i, s.htod_bytes, s.htod_transfers, s.dtoh_bytes, s.dtoh_transfers, s.dtod_bytes,
                 s.dtod_transfers, s.memset_bytes, s.memsets, s.kernels_launched, s.kernels_completed,
                 s.uvm_faults, s.uvm_migrated_bytes, s.device_bytes_in_use, s.managed_bytes_in_use);
+        static const char *const kind[] = { "copy", "migration", "eviction", "host access" };
+        for (int dir = 0; dir < 2; dir++) {
+            char line[512];
+            int len = snprintf(line, sizeof(line), "device %d: bus %s", i, dir == SIMGPU_BUS_HTOD ? "HtoD" : "DtoH");
+            for (int k = 0; k < 4 && len > 0 && (size_t)len < sizeof(line); k++)
+                len += snprintf(line + len, sizeof(line) - (size_t)len,
+                                "%s %s %" PRIu64 " B in %" PRIu64 " (%.3f ms)", k ? "," : "", kind[k],
+                                s.bus_bytes[dir][k], s.bus_transfers[dir][k], (double)s.bus_ns[dir][k] / 1e6);
+            if (len > 0 && (size_t)len < sizeof(line))
+                snprintf(line + len, sizeof(line) - (size_t)len, "; waited for the link %.3f ms",
+                         (double)s.bus_wait_ns[dir] / 1e6);
+            sim_log("%s", line);
+        }
     }
 }

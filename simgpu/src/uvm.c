@@ -160,10 +160,18 @@ static void pay_fault_cost(void)
     }
 }
 
+/* The direction of a migration to this side. */
+static enum simgpu_bus_dir inbound(void)
+{
+    return my_side == SIDE_DEVICE ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH;
+}
+
 /* Make block b resident on this side: exclusively for a write, as a
- * read-only duplicate for a read of a read-mostly block.  Returns false if
- * the other process is gone. */
-static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write)
+ * read-only duplicate for a read of a read-mostly block.  The block's bytes
+ * cross the link: a fault waits for its own transfer; a bulk migration adds
+ * them to *moved and books one transfer for the whole range.  Returns false
+ * if the other process is gone. */
+static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, uint64_t *moved)
 {
     uint8_t *st = &d->uvm->state[b];
     int saved_errno = errno;
@@ -196,6 +204,10 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write)
         uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
         if (fault)
             pay_fault_cost();
+        if (copy && moved)
+            *moved += SIM_UVM_BLOCK;
+        else if (copy)
+            sim_bus_transfer(d, inbound(), SIMGPU_BUS_MIGRATION, SIM_UVM_BLOCK);
         protect(d, b, duplicate ? PROT_READ : PROT_READ | PROT_WRITE);
         __atomic_store_n(st, (uint8_t)(handed & ~BUSY), __ATOMIC_RELEASE);
         if (fault)
@@ -330,7 +342,7 @@ static void host_segv(int sig, siginfo_t *si, void *uc)
 {
     uint64_t b;
     struct sim_device *d = si->si_code > 0 ? managed_device((uintptr_t)si->si_addr, &b) : NULL;
-    if (d && acquire(d, b, true, fault_is_write(uc)))
+    if (d && acquire(d, b, true, fault_is_write(uc), NULL))
         return;     /* the access retries */
     host_segv_chain(sig, si, uc);
 }
@@ -378,7 +390,7 @@ bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
     if (addr < base || addr >= base + d->mem_bytes)
         return false;
-    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, fault_is_write(uc));
+    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, fault_is_write(uc), NULL);
 }
 
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY on [addr, addr+bytes). */
@@ -403,9 +415,10 @@ void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool 
     uint64_t last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
     if (last >= d->uvm->nblocks)
         last = d->uvm->nblocks - 1;
+    uint64_t moved = 0;
     for (uint64_t b = first; b <= last; b++) {
         if (to_device) {
-            acquire(d, b, false, true);
+            acquire(d, b, false, true, &moved);
             continue;
         }
         uint8_t *st = &d->uvm->state[b];
@@ -423,9 +436,15 @@ void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool 
             protect(d, b, PROT_NONE);
             __atomic_store_n(st, (uint8_t)(SIDE_HOST | BUSY), __ATOMIC_RELEASE);
             request(d, KIND_GRANT, b);
-            if (s == SIDE_DEVICE)
+            if (s == SIDE_DEVICE) {
                 __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
+                moved += SIM_UVM_BLOCK;
+            }
             break;
         }
     }
+    /* one bulk transfer, in stream order (the prefetch op holds its
+     * stream until it ends) */
+    if (moved)
+        sim_bus_transfer(d, to_device ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH, SIMGPU_BUS_MIGRATION, moved);
 }

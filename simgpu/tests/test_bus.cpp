@@ -1,0 +1,328 @@
+/*
+ * test_bus.cpp — the host<->device link (SIMGPU_BUS_GBPS, SIMGPU_BUS_LATENCY_US).
+ *
+ * Every host<->device transfer holds its direction's link for latency +
+ * bytes / rate (pageable memory at half the rate): the call (or the stream)
+ * goes on only after that time, transfers in one direction queue behind
+ * each other, the two directions overlap, UVM migrations pay too, and the
+ * counters give bytes, transfers and link time per direction and kind.
+ *
+ * Run with the knobs CTest sets (a slow link, so modelled time dwarfs the
+ * CPU's memcpy and scheduling noise).  Times are checked as lower bounds
+ * (the model is a floor) and as ratios measured in one run; the link time
+ * in the counters is checked exactly.  Run with SIMGPU_BUS_GBPS=0 the same
+ * cases check that the model is off and the bytes are still counted.
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "kernels.h"
+#include "simgpu.h"
+
+extern char **environ;
+
+static CUfunction fn(const void *k) { return (CUfunction)k; }
+
+static unsigned long env_ul(const char *name, unsigned long def)
+{
+    const char *s = getenv(name);
+    return s && *s ? strtoul(s, NULL, 10) : def;
+}
+
+static unsigned long gbps(void) { return env_ul("SIMGPU_BUS_GBPS", 25); }
+static unsigned long latency_us(void) { return env_ul("SIMGPU_BUS_LATENCY_US", 10); }
+
+/* The link time the model charges for one transfer, ns. */
+static uint64_t modelled_ns(uint64_t bytes, bool pageable)
+{
+    if (!gbps())
+        return 0;
+    return latency_us() * 1000 + (bytes * (pageable ? 2 : 1) + gbps() - 1) / gbps();
+}
+
+static double modelled_ms(uint64_t bytes, bool pageable) { return (double)modelled_ns(bytes, pageable) / 1e6; }
+
+static simgpu_stats stats(void)
+{
+    simgpu_stats s;
+    assert_int_equal(simgpu_stats_get(0, &s), 0);
+    return s;
+}
+
+static const size_t MB = 1024 * 1024;
+
+static void test_pageable_and_pinned_copies_take_the_modelled_time(void **)
+{
+    const size_t n = 24 * MB;
+    unsigned char *pageable = (unsigned char *)malloc(n), *pinned = NULL, *back = (unsigned char *)malloc(n);
+    CU_OK(cuMemAllocHost((void **)&pinned, n));
+    for (size_t i = 0; i < n; i++)
+        pageable[i] = pinned[i] = (unsigned char)(i * 7 + 1);
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, n));
+    CU_OK(cuMemcpyHtoD(d, pageable, n));      /* first touch of the device pages: not timed */
+
+    simgpu_stats s0 = stats();
+    double t0 = now_ms();
+    CU_OK(cuMemcpyHtoD(d, pageable, n));
+    double t1 = now_ms();
+    CU_OK(cuMemcpyHtoD(d, pinned, n));
+    double t2 = now_ms();
+    CU_OK(cuMemcpyDtoH(back, d, n));
+    double t3 = now_ms();
+    simgpu_stats s1 = stats();
+    assert_memory_equal(back, pinned, n);
+
+    double page_ms = t1 - t0, pin_ms = t2 - t1, down_ms = t3 - t2;
+    printf("# 24 MiB HtoD: pageable %.1f ms (model %.1f), pinned %.1f ms (model %.1f); DtoH pageable %.1f ms\n",
+           page_ms, modelled_ms(n, true), pin_ms, modelled_ms(n, false), down_ms);
+    assert_int_equal(s1.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY] -
+                         s0.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY], 2);
+    assert_int_equal(s1.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY] - s0.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY],
+                     2 * n);
+    assert_int_equal(s1.bus_bytes[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY] - s0.bus_bytes[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY],
+                     n);
+    assert_int_equal(s1.bus_ns[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY] - s0.bus_ns[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY],
+                     modelled_ns(n, true) + modelled_ns(n, false));
+    assert_int_equal(s1.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY] - s0.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY],
+                     modelled_ns(n, true));
+    if (gbps()) {
+        /* never faster than the link; pageable at half the pinned rate */
+        assert_true(page_ms >= modelled_ms(n, true));
+        assert_true(pin_ms >= modelled_ms(n, false));
+        assert_true(down_ms >= modelled_ms(n, true));
+        double ratio = page_ms / pin_ms;
+        printf("# pageable / pinned = %.2f\n", ratio);
+        assert_true(ratio > 1.5 && ratio < 2.5);
+    }
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFreeHost(pinned));
+    free(pageable);
+    free(back);
+}
+
+/* An async copy from pinned memory returns at once; its stream reaches the
+ * next op only when the transfer has ended (events around it measure it). */
+static void test_async_pinned_copy_holds_its_stream_for_the_modelled_time(void **)
+{
+    const size_t n = 16 * MB;
+    unsigned char *h;
+    CU_OK(cuMemAllocHost((void **)&h, n));
+    memset(h, 3, n);
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, n));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUevent a, b;
+    CU_OK(cuEventCreate(&a, 0));
+    CU_OK(cuEventCreate(&b, 0));
+    CU_OK(cuMemcpyHtoDAsync(d, h, n, s));      /* touch the device pages first */
+    CU_OK(cuStreamSynchronize(s));
+
+    double t0 = now_ms();
+    CU_OK(cuEventRecord(a, s));
+    CU_OK(cuMemcpyHtoDAsync(d, h, n, s));
+    CU_OK(cuEventRecord(b, s));
+    double queued = now_ms() - t0;
+    CU_OK(cuEventSynchronize(b));
+    float ms = 0;
+    CU_OK(cuEventElapsedTime(&ms, a, b));
+    printf("# async 16 MiB: queued in %.2f ms, stream held %.1f ms (model %.1f)\n", queued, (double)ms,
+           modelled_ms(n, false));
+    if (gbps()) {
+        assert_true(queued < modelled_ms(n, false));
+        assert_true((double)ms >= modelled_ms(n, false) - 0.01);
+    }
+    CU_OK(cuEventDestroy(a));
+    CU_OK(cuEventDestroy(b));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFreeHost(h));
+}
+
+/* One link per direction, shared: two uploads on two streams queue behind
+ * each other; an upload and a download overlap. */
+static void test_one_link_per_direction_shared_by_all_streams(void **)
+{
+    const size_t n = 16 * MB;
+    unsigned char *h1, *h2;
+    CU_OK(cuMemAllocHost((void **)&h1, n));
+    CU_OK(cuMemAllocHost((void **)&h2, n));
+    memset(h1, 1, n);
+    memset(h2, 2, n);
+    CUdeviceptr d1, d2;
+    CU_OK(cuMemAlloc(&d1, n));
+    CU_OK(cuMemAlloc(&d2, n));
+    CUstream s1, s2;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
+    CU_OK(cuMemcpyHtoDAsync(d2, h2, n, s2));
+    CU_OK(cuCtxSynchronize());
+
+    double t0 = now_ms();
+    CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
+    CU_OK(cuMemcpyHtoDAsync(d2, h2, n, s2));
+    CU_OK(cuCtxSynchronize());
+    double same = now_ms() - t0;
+    t0 = now_ms();
+    CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
+    CU_OK(cuMemcpyDtoHAsync(h2, d2, n, s2));
+    CU_OK(cuCtxSynchronize());
+    double opposite = now_ms() - t0;
+    printf("# two 16 MiB uploads: %.1f ms; an upload and a download: %.1f ms (one transfer: model %.1f)\n", same,
+           opposite, modelled_ms(n, false));
+    assert_int_equal(h2[0], 2);
+    if (gbps()) {
+        assert_true(same >= 2 * modelled_ms(n, false));
+        assert_true(opposite >= modelled_ms(n, false));
+        assert_true(opposite < 0.75 * same);
+    }
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuStreamDestroy(s2));
+    CU_OK(cuMemFree(d1));
+    CU_OK(cuMemFree(d2));
+    CU_OK(cuMemFreeHost(h1));
+    CU_OK(cuMemFreeHost(h2));
+}
+
+/* Managed memory crosses the same link: a kernel's faults migrate 64 KiB
+ * blocks one transfer each, a prefetch moves its range as one transfer. */
+static void test_uvm_migrations_are_charged_on_the_link(void **)
+{
+    const unsigned blocks = 16, block = 64 * 1024;
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, blocks * block, CU_MEM_ATTACH_GLOBAL));
+    int *p = (int *)(uintptr_t)m;
+    for (unsigned i = 0; i < blocks * block / 4; i++)
+        p[i] = (int)i;
+    simgpu_stats s0 = stats();
+    int n = (int)(blocks * block / 4);
+    void *args[] = { &p, &n };
+    CU_OK(cuLaunchKernel(fn((const void *)add_one), (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+    CU_OK(cuCtxSynchronize());
+    simgpu_stats s1 = stats();
+    assert_int_equal(s1.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION] -
+                         s0.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION], blocks);
+    assert_int_equal(s1.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION] -
+                         s0.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION], blocks * block);
+    assert_int_equal(s1.bus_ns[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION] -
+                         s0.bus_ns[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION], blocks * modelled_ns(block, false));
+
+    CUmemLocation host = { CU_MEM_LOCATION_TYPE_HOST, 0 };
+    CU_OK(cuMemPrefetchAsync(m, blocks * block, host, 0, NULL));
+    CU_OK(cuCtxSynchronize());
+    simgpu_stats s2 = stats();
+    assert_int_equal(s2.bus_transfers[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION] -
+                         s1.bus_transfers[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION], 1);
+    assert_int_equal(s2.bus_bytes[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION] -
+                         s1.bus_bytes[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION], blocks * block);
+    assert_int_equal(s2.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION] -
+                         s1.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_MIGRATION], modelled_ns(blocks * block, false));
+    for (unsigned i = 0; i < blocks * block / 4; i++)
+        assert_int_equal(p[i], (int)i + 1);
+    assert_int_equal(s2.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY], s0.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_COPY]);
+    CU_OK(cuMemFree(m));
+}
+
+/* --measure: one child process timing one 16 MiB pinned upload under the
+ * knobs its environment sets. */
+static int measure(void)
+{
+    const size_t n = 16 * MB;
+    CUcontext ctx;
+    unsigned char *h;
+    CUdeviceptr d;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx) || cuMemAllocHost((void **)&h, n) ||
+        cuMemAlloc(&d, n))
+        return 1;
+    memset(h, 9, n);
+    if (cuMemcpyHtoD(d, h, n))
+        return 1;
+    double best = 1e9;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_ms();
+        if (cuMemcpyHtoD(d, h, n))
+            return 1;
+        double t = now_ms() - t0;
+        best = t < best ? t : best;
+    }
+    printf("%.3f\n", best);
+    return 0;
+}
+
+static double run_child(const char *self, const char *rate, const char *latency)
+{
+    std::string r = std::string("SIMGPU_BUS_GBPS=") + rate, l = std::string("SIMGPU_BUS_LATENCY_US=") + latency;
+    char **env = environ;
+    size_t k = 0;
+    while (env[k])
+        k++;
+    char **e = (char **)calloc(k + 3, sizeof(char *));
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        if (strncmp(env[i], "SIMGPU_BUS_", 11))
+            e[j++] = env[i];
+    e[j++] = (char *)r.c_str();
+    e[j++] = (char *)l.c_str();
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = { (char *)self, (char *)"--measure", NULL };
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, self, &fa, NULL, argv, e), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    free(e);
+    close(fds[1]);
+    char buf[64] = { 0 };
+    ssize_t got = read(fds[0], buf, sizeof(buf) - 1);
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(got > 0);
+    return strtod(buf, NULL);
+}
+
+static const char *self_exe;
+
+/* The knobs set the time: half the rate, twice the time; the latency adds
+ * per transfer. */
+static void test_the_knobs_set_the_copy_time(void **)
+{
+    if (!gbps())
+        skip();     /* run once, with the bus on */
+    double at1 = run_child(self_exe, "1", "0"), at2 = run_child(self_exe, "2", "0");
+    double lat = run_child(self_exe, "2", "20000"), off = run_child(self_exe, "0", "10");
+    printf("# 16 MiB pinned upload: 1 GB/s %.1f ms, 2 GB/s %.1f ms, 2 GB/s + 20 ms latency %.1f ms, bus off %.1f ms\n",
+           at1, at2, lat, off);
+    assert_true(at1 >= 16.77 && at2 >= 8.38 && lat >= 28.38);
+    assert_true(at1 / at2 > 1.6 && at1 / at2 < 2.4);
+    assert_true(lat - at2 > 15.0);
+    assert_true(off < at2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--measure"))
+        return measure();
+    self_exe = "/proc/self/exe";
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pageable_and_pinned_copies_take_the_modelled_time),
+        cmocka_unit_test(test_async_pinned_copy_holds_its_stream_for_the_modelled_time),
+        cmocka_unit_test(test_one_link_per_direction_shared_by_all_streams),
+        cmocka_unit_test(test_uvm_migrations_are_charged_on_the_link),
+        cmocka_unit_test(test_the_knobs_set_the_copy_time),
+    };
+    return cmocka_run_group_tests_name("bus", tests, sim_test_setup, NULL);
+}
