@@ -54,8 +54,8 @@ void sim_bus_wait_until(uint64_t ns)
     errno = saved;
 }
 
-struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind,
-                                    uint64_t bytes, bool pageable)
+static struct sim_bus_slot book(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind,
+                                uint64_t bytes, bool pageable, bool latency)
 {
     struct simgpu_stats *st = &d->sh->stats;
     __atomic_fetch_add(&st->bus_bytes[dir][kind], bytes, __ATOMIC_RELAXED);
@@ -64,7 +64,8 @@ struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir di
     if (!gbps)
         return (struct sim_bus_slot){ 0, 0 };
     /* 1 GB/s is one byte a nanosecond */
-    uint64_t dur = (uint64_t)sim.env.bus_latency_us * 1000ull + (bytes * (pageable ? 2u : 1u) + gbps - 1) / gbps;
+    uint64_t dur = (latency ? (uint64_t)sim.env.bus_latency_us * 1000ull : 0) +
+                   (bytes * (pageable ? 2u : 1u) + gbps - 1) / gbps;
     uint64_t now = now_ns();
     uint64_t *link = &d->sh->bus_free_ns[dir];
     uint64_t free_at = __atomic_load_n(link, __ATOMIC_RELAXED), start;
@@ -74,6 +75,17 @@ struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir di
     __atomic_fetch_add(&st->bus_ns[dir][kind], dur, __ATOMIC_RELAXED);
     __atomic_fetch_add(&st->bus_wait_ns[dir], start - now, __ATOMIC_RELAXED);
     return (struct sim_bus_slot){ start, start + dur };
+}
+
+struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind,
+                                    uint64_t bytes, bool pageable)
+{
+    return book(d, dir, kind, bytes, pageable, true);
+}
+
+struct sim_bus_slot sim_bus_reserve_access(struct sim_device *d, enum simgpu_bus_dir dir, uint64_t bytes)
+{
+    return book(d, dir, SIMGPU_BUS_HOST_ACCESS, bytes, false, false);
 }
 
 void sim_bus_transfer(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind, uint64_t bytes)

@@ -150,6 +150,11 @@ int sim_devices_start(void)
         sim_log("cannot reserve the VMM address arena (%s)", strerror(-arc));
         return arc;
     }
+    int hrc = sim_hostmem_init();
+    if (hrc) {
+        sim_log("cannot create the host memory window (%s)", strerror(-hrc));
+        return hrc;
+    }
     for (unsigned i = 0; i < sim.env.devices; i++) {
         struct sim_device *d = &sim.dev[i];
         int rc = device_create(d, (int)i, mem_bytes);
@@ -166,6 +171,7 @@ int sim_devices_start(void)
         sim_log("cannot start the UVM service (%s)", strerror(-rc));
         return rc;
     }
+    sim_hostmem_atfork();
     if (sim.env.stats)
         atexit(sim_stats_atexit);
     return 0;

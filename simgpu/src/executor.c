@@ -56,6 +56,8 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
     if ((sig == SIGSEGV || sig == SIGBUS) && sim_uvm_device_fault(D, (uintptr_t)si->si_addr, uc))
         return;
+    if (sig == SIGSEGV && sim_hostmem_device_fault(D, (uintptr_t)si->si_addr, sim_fault_is_write(uc)))
+        return;
     if (fault_jb) {
         sim_fiber_escape();     /* the fault may be on a fiber of the block */
         siglongjmp(*fault_jb, sig);
@@ -75,6 +77,8 @@ static void ingest(void)
         size_t len = offsetof(struct sim_op, args);
         if (src->kind == SIM_OP_KERNEL)
             len += src->u.kernel.args_bytes;
+        else if (src->kind == SIM_OP_HOSTMEM)
+            len += src->u.vmm.args_bytes;
         memcpy(&n->op, src, len);
         n->next = NULL;
         struct dstream *q = &dq[n->op.stream];
@@ -264,6 +268,17 @@ static struct qnode *joinable_kernel(void)
     return NULL;
 }
 
+/* Some kernel has started and not completed (called with the lock held). */
+static bool kernel_running(void)
+{
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++) {
+        const struct qnode *h = dq[s].head;
+        if (h && dq[s].running && h->op.kind == SIM_OP_KERNEL)
+            return true;
+    }
+    return false;
+}
+
 /* Take chunks of blocks until none are left; called and returns with the
  * lock held.  Whoever finishes the last chunk completes the op. */
 static void work_on_kernel(struct qnode *n)
@@ -284,6 +299,8 @@ static void work_on_kernel(struct qnode *n)
             if (!SH->sticky_error)
                 __atomic_fetch_add(&SH->stats.kernels_completed, 1, __ATOMIC_RELAXED);
             complete(n);
+            if (!kernel_running())
+                sim_hostmem_device_quiesce();   /* the next kernel pays for host pages again */
             return;
         }
     }
@@ -326,6 +343,8 @@ static void *worker(void *arg)
                 e->time_ns = sim_now_ns();
         } else if (n->op.kind == SIM_OP_VMM) {
             SH->vmm_result = sim_vmm_device_op(D, &n->op);
+        } else if (n->op.kind == SIM_OP_HOSTMEM) {
+            SH->vmm_result = sim_hostmem_device_op(D, &n->op);
         } else if (n->op.kind != SIM_OP_NOP && n->op.kind != SIM_OP_WAIT) {
             pthread_mutex_unlock(&SH->lock);
             execute(n);
@@ -360,6 +379,7 @@ static void close_inherited_files(void)
             bool keep = fd <= 2 || fd == dir || e->name[0] == '.';
             for (unsigned i = 0; i < sim.env.devices && i < SIM_MAX_DEVICES && !keep; i++)
                 keep = fd == sim.dev[i].memfd;
+            keep = keep || fd == sim_hostmem_fd();
             if (!keep)
                 close(fd);
         }

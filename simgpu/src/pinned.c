@@ -11,8 +11,9 @@
  *     asynchronous to the host (queue.c's copy engine), as DMA from pinned
  *     memory is on hardware; pageable copies stay synchronous.
  * With unified addressing the device pointer of pinned memory is its host
- * address; kernels cannot dereference it here (the device process has its
- * own copy of the host's address space as of cuInit), see simgpu/README.md.
+ * address, and kernels dereference it there: hostmem.c makes allocations
+ * and registered ranges shared memory the device processes map at the same
+ * address.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,6 +87,15 @@ static int pinned_remove(uint64_t base, bool allocated, struct sim_pinned *out)
     return rc;
 }
 
+static void pinned_set_reachable(uint64_t base)
+{
+    pthread_mutex_lock(&pinned_lock);
+    size_t i = first_ending_after(base);
+    if (i < nranges && ranges[i].base == base)
+        ranges[i].reachable = true;
+    pthread_mutex_unlock(&pinned_lock);
+}
+
 bool sim_pinned_find(uint64_t p, uint64_t len, struct sim_pinned *out)
 {
     bool found = false;
@@ -132,13 +142,17 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags)
     if (bytesize > SIZE_MAX - pg)
         return CUDA_ERROR_OUT_OF_MEMORY;
     size_t len = (bytesize + pg - 1) & ~(pg - 1);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p;
+    int rc = sim_hostmem_alloc(len, &p);
+    if (rc) {
+        if (rc != -ENOMEM)
+            sim_log("cuMemHostAlloc(%zu): the devices cannot map it (%s)", bytesize, strerror(-rc));
+        return rc == -EPIPE ? CUDA_ERROR_LAUNCH_FAILED : CUDA_ERROR_OUT_OF_MEMORY;
+    }
     (void)mlock(p, len);        /* best effort: RLIMIT_MEMLOCK may refuse */
-    struct sim_pinned e = { (uint64_t)(uintptr_t)p, len, flags, true };
+    struct sim_pinned e = { (uint64_t)(uintptr_t)p, len, flags, true, true };
     if (pinned_insert(&e)) {
-        munmap(p, len);
+        sim_hostmem_free(p, len);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *pp = p;
@@ -166,16 +180,18 @@ CUresult CUDAAPI cuMemFreeHost(void *p)
         return r;
     if (pinned_remove(e.base, true, &e))
         return CUDA_ERROR_INVALID_VALUE;   /* freed by another thread meanwhile */
-    munmap(p, e.bytes);
+    munlock(p, e.bytes);
+    sim_hostmem_free(p, e.bytes);
     return CUDA_SUCCESS;
 }
 
 /* Registration pins [p, p+bytesize) as given; overlapping an already
  * pinned range (registered or allocated) is CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
  * as with the real driver.  I/O memory cannot be registered here.  The
- * pages are not mlock'ed: they belong to the application (often to its
- * heap, where a lock would outlive the registration and the free), and
- * locking changes nothing the simulator models. */
+ * range becomes reachable by kernels (hostmem.c: what it refuses, and
+ * why).  The pages are not mlock'ed: they belong to the application (often
+ * to its heap, where a lock would outlive the registration and the free),
+ * and locking changes nothing the simulator models. */
 static CUresult host_register(void *p, size_t bytesize, unsigned flags)
 {
     struct sim_device *d;
@@ -189,11 +205,20 @@ static CUresult host_register(void *p, size_t bytesize, unsigned flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (flags & CU_MEMHOSTREGISTER_IOMEMORY)
         return CUDA_ERROR_NOT_SUPPORTED;
-    struct sim_pinned e = { (uint64_t)(uintptr_t)p, bytesize, flags, false };
+    /* inserted first (refused if it overlaps), then made reachable, then
+     * marked so */
+    struct sim_pinned e = { (uint64_t)(uintptr_t)p, bytesize, flags, false, false };
     int rc = pinned_insert(&e);
     if (rc == -EEXIST)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    return rc ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    if (rc)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    bool reachable;
+    if ((r = sim_hostmem_register(p, bytesize, flags, &reachable)) != CUDA_SUCCESS)
+        pinned_remove(e.base, false, &e);
+    else if (reachable)
+        pinned_set_reachable(e.base);
+    return r;
 }
 
 CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
@@ -214,7 +239,11 @@ CUresult CUDAAPI cuMemHostUnregister(void *p)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     if ((r = drain_devices()) != CUDA_SUCCESS)
         return r;
-    return pinned_remove(e.base, false, &e) ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : CUDA_SUCCESS;
+    if (pinned_remove(e.base, false, &e))
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    if (e.reachable)
+        sim_hostmem_unregister(p, e.bytes);
+    return CUDA_SUCCESS;
 }
 
 /* Unified addressing: the device pointer of pinned memory is its host

@@ -28,6 +28,8 @@ int sim_submit(struct sim_device *d, struct sim_op *op, uint64_t *seq_out)
     size_t len = offsetof(struct sim_op, args);
     if (op->kind == SIM_OP_KERNEL)
         len += op->u.kernel.args_bytes;
+    else if (op->kind == SIM_OP_HOSTMEM)
+        len += op->u.vmm.args_bytes;
     memcpy(&sh->ring[sh->ring_tail % SIM_RING_SLOTS], op, len);
     sh->ring_tail++;
     sh->streams[op->stream].submitted_seq = op->seq;

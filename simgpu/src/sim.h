@@ -61,6 +61,7 @@ enum sim_op_kind {
     SIM_OP_HOST_GATE,   /* a host-side copy occupies this place in the stream */
     SIM_OP_PREFETCH,    /* migrate managed blocks in bulk (no fault cost) */
     SIM_OP_VMM,         /* change the device process's mappings (vmm.c) */
+    SIM_OP_HOSTMEM,     /* host memory kernels may use (hostmem.c); args: a path */
 };
 
 struct sim_op {
@@ -81,7 +82,7 @@ struct sim_op {
         struct { uint32_t stream; uint64_t seq; } wait;
         struct { uint32_t gate; } gate;
         struct { uint64_t addr, bytes; uint32_t to_device; } prefetch;
-        struct { uint32_t action; int32_t prot; uint64_t addr, bytes, memfd_off; } vmm;
+        struct { uint32_t action; int32_t prot; uint64_t addr, bytes, memfd_off; uint32_t args_bytes; } vmm;
     } u;
     _Alignas(16) unsigned char args[SIMGPU_MAX_ARGS_BYTES];
 };
@@ -243,6 +244,7 @@ struct sim_pinned {
     uint64_t base, bytes;
     unsigned flags;             /* CU_MEMHOSTALLOC_* or CU_MEMHOSTREGISTER_* */
     bool allocated;             /* by cuMemAllocHost/cuMemHostAlloc, not registered */
+    bool reachable;             /* registered: kernels can dereference it (hostmem.c) */
 };
 /* True if [p, p+len) lies inside one pinned range (then *out, if given, is it). */
 bool sim_pinned_find(uint64_t p, uint64_t len, struct sim_pinned *out);
@@ -337,6 +339,9 @@ void sim_fiber_escape(void);
 /* In the device process, at its start: the host's shared file mappings
  * it inherited become inaccessible (vmm.c). */
 void sim_vmm_close_host_files(void);
+/* Device process: [a, a+n) holds nothing of its own, only what it
+ * inherited from the host and does not use (or nothing at all). */
+bool sim_vmm_only_host_leftovers(uint64_t a, uint64_t n);
 /* At cuInit: the host address ranges mapped then. The real driver does not
  * place a reservation over any of them, even once they are unmapped (seen
  * on an H200, driver 580: a file mapped before cuInit never got a
@@ -367,9 +372,31 @@ struct sim_bus_slot { uint64_t start_ns, end_ns; };
 struct sim_bus_slot sim_bus_reserve(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind,
                                     uint64_t bytes, bool pageable);
 void sim_bus_wait_until(uint64_t ns);
+/* A kernel's load or store of host memory: `bytes` at the link rate,
+ * pipelined (no per-transfer latency), counted as host access. */
+struct sim_bus_slot sim_bus_reserve_access(struct sim_device *d, enum simgpu_bus_dir dir, uint64_t bytes);
 /* Reserve and wait until the transfer ends (for callers that move no bytes
  * themselves: UVM migrations flip protections on shared memory). */
 void sim_bus_transfer(struct sim_device *d, enum simgpu_bus_dir dir, enum simgpu_bus_kind kind, uint64_t bytes);
+
+/* hostmem.c: host memory kernels can use (pinned and registered). */
+enum sim_hostmem_action { HOSTMEM_PROBE = 1, HOSTMEM_MAP_WINDOW, HOSTMEM_MAP_FILE, HOSTMEM_ADD, HOSTMEM_REMOVE };
+int sim_hostmem_init(void);                     /* before the device processes are forked */
+int sim_hostmem_fd(void);                       /* the host window's memfd (the device keeps it) */
+void sim_hostmem_atfork(void);
+bool sim_hostmem_in_window(uint64_t p);
+int sim_hostmem_alloc(size_t bytes, void **out);    /* pinned allocation; 0 or -errno */
+void sim_hostmem_free(void *p, size_t bytes);       /* the caller drained the devices */
+/* *reachable: kernels can dereference the range (see hostmem.c). */
+CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reachable);
+void sim_hostmem_unregister(void *p, size_t bytes); /* the caller drained the devices */
+/* Device process. */
+int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op);
+bool sim_hostmem_device_fault(struct sim_device *d, uintptr_t addr, bool write);
+void sim_hostmem_device_quiesce(void);
+/* x86-64: the page-fault error code says whether a fault was a write
+ * (elsewhere every fault counts as one). */
+bool sim_fault_is_write(void *uc);
 
 /* stats.c */
 void sim_stats_add(struct sim_device *d, uint64_t *counter, uint64_t v);

@@ -286,7 +286,7 @@ static struct sigaction previous_segv;
 
 /* x86-64 page-fault error code: bit 1 set for a write.  Elsewhere every
  * fault counts as a write (no read duplication). */
-static bool fault_is_write(void *uc)
+bool sim_fault_is_write(void *uc)
 {
 #if defined(__x86_64__)
     return (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
@@ -342,7 +342,7 @@ static void host_segv(int sig, siginfo_t *si, void *uc)
 {
     uint64_t b;
     struct sim_device *d = si->si_code > 0 ? managed_device((uintptr_t)si->si_addr, &b) : NULL;
-    if (d && acquire(d, b, true, fault_is_write(uc), NULL))
+    if (d && acquire(d, b, true, sim_fault_is_write(uc), NULL))
         return;     /* the access retries */
     host_segv_chain(sig, si, uc);
 }
@@ -390,7 +390,7 @@ bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
     if (addr < base || addr >= base + d->mem_bytes)
         return false;
-    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, fault_is_write(uc), NULL);
+    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, sim_fault_is_write(uc), NULL);
 }
 
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY on [addr, addr+bytes). */

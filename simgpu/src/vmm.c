@@ -171,7 +171,7 @@ static bool leftover_or_outside(unsigned long lo, unsigned long hi, bool shared_
     return leftover || lo >= range[0] + range[1] || hi <= range[0];
 }
 
-static bool only_host_leftovers(uint64_t a, uint64_t n)
+bool sim_vmm_only_host_leftovers(uint64_t a, uint64_t n)
 {
     uint64_t range[2] = { a, n };
     return read_maps() && each_mapping(leftover_or_outside, range);
@@ -199,7 +199,7 @@ int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
     switch (op->u.vmm.action) {
     case VMM_RESERVE:
         r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-        if (r == MAP_FAILED && errno == EEXIST && only_host_leftovers(op->u.vmm.addr, n))
+        if (r == MAP_FAILED && errno == EEXIST && sim_vmm_only_host_leftovers(op->u.vmm.addr, n))
             r = mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         if (r == MAP_FAILED)
             return -errno;

@@ -108,3 +108,17 @@ __global__ void sum_ints(const int *x, int n, unsigned long long *sum)
         atomicAdd(sum, (unsigned long long)x[i]);
 }
 SIMGPU_KERNEL(sum_ints);
+
+/* Waits (at most `ns`) until the host sets *flag, then reports what it saw
+ * in *seen: a kernel polling host memory the CPU writes while it runs. */
+__global__ void wait_flag(const volatile int *flag, int *seen, long long ns)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0)
+        return;
+    long long t0 = clock64();
+    int v = 0;
+    while ((v = *flag) == 0 && clock64() - t0 < ns)
+        ;
+    *seen = v;
+}
+SIMGPU_KERNEL(wait_flag);

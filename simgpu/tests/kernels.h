@@ -16,5 +16,6 @@ __global__ void no_params(void);
 __global__ void write_second_halves(int *base, unsigned nblocks, long long ns, unsigned *rounds);
 
 __global__ void sum_ints(const int *x, int n, unsigned long long *sum);
+__global__ void wait_flag(const volatile int *flag, int *seen, long long ns);
 
 #endif
