@@ -128,6 +128,13 @@ unsigned simgpu_activemask(void);
 /* The launch's dynamic shared memory (sharedMemBytes), per block. */
 void *simgpu_dynamic_shared(void);
 
+/* The HMM profile (SIMGPU_HMM=1): non-zero once a kernel reached a host
+ * file mapping without registration; kernels' atomics then call
+ * simgpu_hmm_atomic_check, which fails the launch (illegal address) for an
+ * atomic on such a file page, as on hardware. */
+extern int simgpu_hmm_active;
+void simgpu_hmm_atomic_check(const void *p);
+
 #ifdef __cplusplus
 }
 #endif

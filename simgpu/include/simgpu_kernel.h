@@ -190,21 +190,29 @@ inline long long clock64(void)
 namespace simgpu {
 template <typename T> using atomic_int_t = std::enable_if_t<
     std::is_same_v<T, int> || std::is_same_v<T, unsigned> || std::is_same_v<T, unsigned long long>, T>;
+/* Under SIMGPU_HMM an atomic on a file page is fatal, as on hardware. */
+inline void hmm_check(const void *p)
+{
+    if (__builtin_expect(__atomic_load_n(&simgpu_hmm_active, __ATOMIC_RELAXED), 0))
+        simgpu_hmm_atomic_check(p);
+}
 }
 
-template <typename T> inline simgpu::atomic_int_t<T> atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> inline simgpu::atomic_int_t<T> atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> inline simgpu::atomic_int_t<T> atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> inline simgpu::atomic_int_t<T> atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> inline simgpu::atomic_int_t<T> atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> inline simgpu::atomic_int_t<T> atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicAdd(T *p, T v) { simgpu::hmm_check(p); return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicSub(T *p, T v) { simgpu::hmm_check(p); return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicAnd(T *p, T v) { simgpu::hmm_check(p); return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicOr(T *p, T v) { simgpu::hmm_check(p); return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicXor(T *p, T v) { simgpu::hmm_check(p); return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> inline simgpu::atomic_int_t<T> atomicExch(T *p, T v) { simgpu::hmm_check(p); return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
 template <typename T> inline simgpu::atomic_int_t<T> atomicCAS(T *p, T expected, T desired)
 {
+    simgpu::hmm_check(p);
     __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return expected;    /* the old value, whether or not it was swapped */
 }
 template <typename T> inline simgpu::atomic_int_t<T> atomicMin(T *p, T v)
 {
+    simgpu::hmm_check(p);
     T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
     while (v < old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         ;
@@ -212,6 +220,7 @@ template <typename T> inline simgpu::atomic_int_t<T> atomicMin(T *p, T v)
 }
 template <typename T> inline simgpu::atomic_int_t<T> atomicMax(T *p, T v)
 {
+    simgpu::hmm_check(p);
     T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
     while (v > old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         ;
@@ -219,6 +228,7 @@ template <typename T> inline simgpu::atomic_int_t<T> atomicMax(T *p, T v)
 }
 inline float atomicAdd(float *p, float v)
 {
+    simgpu::hmm_check(p);
     uint32_t *w = reinterpret_cast<uint32_t *>(p);
     uint32_t old = __atomic_load_n(w, __ATOMIC_SEQ_CST), upd;
     do {
@@ -233,6 +243,7 @@ inline float atomicAdd(float *p, float v)
 }
 inline float atomicExch(float *p, float v)
 {
+    simgpu::hmm_check(p);
     uint32_t nv, old;
     std::memcpy(&nv, &v, sizeof(nv));
     old = __atomic_exchange_n(reinterpret_cast<uint32_t *>(p), nv, __ATOMIC_SEQ_CST);

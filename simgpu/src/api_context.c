@@ -209,6 +209,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
             *pi = (int)sim.env.workers;
         else if (attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)
             *pi = dev + 1;
+        else if (attrib == CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)
+            *pi = sim.env.hmm;
     }
     return CUDA_SUCCESS;
 }

@@ -25,6 +25,8 @@ static const struct knob knobs[] = {
     KNOB("SIMGPU_WORKERS", KNOB_ULONG, 0, 0, SIM_FIBER_SLOTS, workers, "worker threads per device (0: min(ncpu, 8))"),
     KNOB("SIMGPU_STATS", KNOB_BOOL, 0, 0, 1, stats, "print per-device accounting at exit"),
     KNOB("SIMGPU_UVM_FAULT_US", KNOB_ULONG, 20, 0, 1000000, uvm_fault_us, "modelled cost of one UVM fault, us"),
+    KNOB("SIMGPU_HMM", KNOB_BOOL, 0, 0, 1, hmm,
+         "1: kernels reach the host's shared file mappings without registration (HMM)"),
     KNOB("SIMGPU_BUS_GBPS", KNOB_ULONG, 25, 0, 100000, bus_gbps,
          "host<->device link rate per direction, GB/s (0: no bus model)"),
     KNOB("SIMGPU_BUS_LATENCY_US", KNOB_ULONG, 10, 0, 1000000, bus_latency_us,

@@ -429,6 +429,7 @@ int sim_spawn_device_thread(unsigned index, void *(*fn)(void *), void *arg)
 void sim_device_main(struct sim_device *d)
 {
     pid_t parent = getppid();
+    sim_hostmem_device_start(parent);
     D = d;
     SH = d->sh;
     setup_signals();

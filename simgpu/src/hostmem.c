@@ -48,6 +48,8 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
+#include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "sim.h"
@@ -105,6 +107,7 @@ struct dev_range {
     uint64_t base, bytes;       /* whole pages; bytes == 0: free slot */
     int prot;                   /* PROT_READ, or PROT_READ | PROT_WRITE */
     uint32_t opened;            /* a page was opened since the last close */
+    bool hmm;                   /* found by a kernel's touch (SIMGPU_HMM), not registered */
 };
 static struct dev_range dev_ranges[DEV_MAX_RANGES];
 static unsigned dev_used;       /* slots [0, dev_used) have been used */
@@ -176,6 +179,7 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
                 r->base = op->u.vmm.addr;
                 r->prot = op->u.vmm.prot;
                 r->opened = 0;
+                r->hmm = false;
                 __atomic_store_n(&r->bytes, (uint64_t)n, __ATOMIC_RELEASE);
                 if (i >= dev_used)
                     __atomic_store_n(&dev_used, i + 1, __ATOMIC_RELEASE);
@@ -208,9 +212,183 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
     }
 }
 
+/* ---- the HMM profile (SIMGPU_HMM=1): a kernel touching a host shared
+ * file mapping it was never given gets it, as HMM mirrors the process's
+ * page tables.  The device process reads the host's /proc/PID/smaps for
+ * the mapping, opens the same file and maps it at the same address.  A
+ * range registered with userfaultfd (VmFlags um/uw/ui) is refused, as HMM
+ * refuses such ranges; so is anything but a shared mapping of a file.
+ * Everything here runs in a fault handler: plain system calls into static
+ * buffers, under a spin lock (two workers may fault at once). ---- */
+
+__attribute__((visibility("default"))) int simgpu_hmm_active;   /* read by kernels' atomics */
+static pid_t host_pid;
+static int hmm_lock;
+static char smaps[1 << 20];
+
+void sim_hostmem_device_start(pid_t host)
+{
+    host_pid = host;
+}
+
+static size_t fmt_ulong(char *p, unsigned long v)
+{
+    char t[24];
+    size_t n = 0;
+    do
+        t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n; i++)
+        p[i] = t[n - 1 - i];
+    return n;
+}
+
+static bool read_host_smaps(size_t *len)
+{
+    char path[64] = "/proc/";
+    size_t k = 6 + fmt_ulong(path + 6, (unsigned long)host_pid);
+    memcpy(path + k, "/smaps", 7);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof(smaps) - 1 && (r = read(fd, smaps + got, sizeof(smaps) - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    if (got >= sizeof(smaps) - 1)
+        return false;
+    smaps[got] = 0;
+    *len = got;
+    return true;
+}
+
+static bool has_flag(const char *flags, const char *end, const char *f)
+{
+    for (const char *p = flags; p + 2 <= end; p++)
+        if (p[0] == f[0] && p[1] == f[1] && (p == flags || p[-1] == ' ') && (p + 2 == end || p[2] == ' '))
+            return true;
+    return false;
+}
+
+enum { HMM_MAPPED, HMM_NOT_FILE, HMM_UFFD, HMM_FAILED };
+
+/* Map the host mapping holding addr; one of HMM_*. */
+static int hmm_discover(uintptr_t addr)
+{
+    size_t len;
+    if (!read_host_smaps(&len))
+        return HMM_FAILED;
+    char *l = smaps, *end = smaps + len;
+    while (l < end) {
+        char *nl = memchr(l, '\n', (size_t)(end - l));
+        if (!nl)
+            nl = end;
+        *nl = 0;
+        unsigned long lo, hi, off, ino;
+        unsigned maj, min;
+        char perms[5];
+        int path_at = 0;
+        if (sscanf(l, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj, &min, &ino, &path_at) >= 7 &&
+            addr >= lo && addr < hi) {
+            const char *path = path_at ? l + path_at : "";
+            /* this mapping's VmFlags line */
+            char *f = nl + 1, *fl = NULL, *fe = NULL;
+            while (f < end) {
+                char *e = memchr(f, '\n', (size_t)(end - f));
+                if (!e)
+                    e = end;
+                if (!strncmp(f, "VmFlags:", 8)) {
+                    fl = f + 8;
+                    fe = e;
+                    break;
+                }
+                f = e + 1;
+            }
+            while (fl && fl < fe && *fl == ' ')
+                fl++;
+            while (fe && fe > fl && fe[-1] == ' ')
+                fe--;
+            if (fl && (has_flag(fl, fe, "um") || has_flag(fl, fe, "uw") || has_flag(fl, fe, "ui")))
+                return HMM_UFFD;
+            bool dev_node = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
+            if (perms[3] != 's' || perms[0] != 'r' || ino == 0 || path[0] != '/' || strstr(path, " (deleted)") ||
+                !strncmp(path, "/memfd:", 7) || !strncmp(path, "/SYSV", 5) || dev_node)
+                return HMM_NOT_FILE;
+            if (!sim_vmm_only_host_leftovers(lo, hi - lo))
+                return HMM_FAILED;
+            int fd = open(path, (perms[1] == 'w' ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+            if (fd < 0)
+                return HMM_FAILED;
+            struct stat st;
+            bool same = fstat(fd, &st) == 0 && st.st_dev == makedev(maj, min) && st.st_ino == ino;
+            void *m = same ? mmap((void *)lo, hi - lo, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)off) : MAP_FAILED;
+            close(fd);
+            if (m == MAP_FAILED)
+                return HMM_FAILED;
+            for (unsigned i = 0; i < DEV_MAX_RANGES; i++) {
+                struct dev_range *r = &dev_ranges[i];
+                if (!r->bytes) {
+                    r->base = lo;
+                    r->prot = perms[1] == 'w' ? PROT_READ | PROT_WRITE : PROT_READ;
+                    r->opened = 0;
+                    r->hmm = true;
+                    __atomic_store_n(&r->bytes, (uint64_t)(hi - lo), __ATOMIC_RELEASE);
+                    if (i >= dev_used)
+                        __atomic_store_n(&dev_used, i + 1, __ATOMIC_RELEASE);
+                    __atomic_store_n(&simgpu_hmm_active, 1, __ATOMIC_RELEASE);
+                    return HMM_MAPPED;
+                }
+            }
+            dev_forget(lo, hi, NULL);
+            return HMM_FAILED;
+        }
+        l = nl + 1;
+    }
+    return HMM_NOT_FILE;
+}
+
+static void say_once(int *said, const char *what, uintptr_t addr)
+{
+    if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+        sim_log("a kernel touched host address %#lx: %s", (unsigned long)addr, what);
+}
+
+/* A fault on an address no range covers: under SIMGPU_HMM, look for a
+ * host shared file mapping there. */
+static struct dev_range *hmm_fault(uintptr_t addr)
+{
+    static int said_uffd, said_failed;
+    while (__atomic_exchange_n(&hmm_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct dev_range *r = dev_range_of(addr);     /* another worker may have mapped it */
+    int how = r ? HMM_MAPPED : hmm_discover(addr);
+    __atomic_store_n(&hmm_lock, 0, __ATOMIC_RELEASE);
+    if (how == HMM_UFFD)
+        say_once(&said_uffd, "it is registered with userfaultfd, which HMM refuses (illegal address)", addr);
+    else if (how == HMM_FAILED)
+        say_once(&said_failed, "the device cannot map that file mapping (illegal address)", addr);
+    return how == HMM_MAPPED ? dev_range_of(addr) : NULL;
+}
+
+/* Kernels' atomics on memory reached through HMM (simgpu_kernel.h): on a
+ * file page they are fatal, as on hardware (the memo: atomics on
+ * MAP_SHARED file pages never in H). */
+__attribute__((visibility("default"))) void simgpu_hmm_atomic_check(const void *p)
+{
+    struct dev_range *r = dev_range_of((uintptr_t)p);
+    if (r && r->hmm) {
+        static int said;
+        say_once(&said, "an atomic operation on a file page reached through HMM (illegal address)", (uintptr_t)p);
+        raise(SIGSEGV);
+    }
+}
+
 bool sim_hostmem_device_fault(struct sim_device *d, uintptr_t addr, bool write)
 {
     struct dev_range *r = dev_range_of(addr);
+    if (!r && sim.env.hmm)
+        r = hmm_fault(addr);
     if (!r || (write && !(r->prot & PROT_WRITE)))
         return false;
     uintptr_t page = addr & ~(uintptr_t)(pg - 1);
@@ -227,8 +405,15 @@ void sim_hostmem_device_quiesce(void)
 {
     for (unsigned i = 0; i < dev_used; i++) {
         struct dev_range *r = &dev_ranges[i];
-        if (r->bytes && __atomic_exchange_n(&r->opened, 0, __ATOMIC_RELAXED))
+        if (r->bytes && r->hmm) {
+            /* found again by the next kernel that touches it: the host's
+             * mappings may change between kernels */
+            uint64_t lo = r->base, hi = r->base + r->bytes;
+            __atomic_store_n(&r->bytes, 0, __ATOMIC_RELEASE);
+            dev_forget(lo, hi, NULL);
+        } else if (r->bytes && __atomic_exchange_n(&r->opened, 0, __ATOMIC_RELAXED)) {
             mprotect((void *)(uintptr_t)r->base, r->bytes, PROT_NONE);
+        }
     }
 }
 

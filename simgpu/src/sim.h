@@ -45,6 +45,7 @@ struct sim_env {
     unsigned workers;       /* SIMGPU_WORKERS: device worker threads per device */
     bool stats;             /* SIMGPU_STATS */
     unsigned long uvm_fault_us; /* SIMGPU_UVM_FAULT_US: modelled cost of one UVM fault */
+    bool hmm;                   /* SIMGPU_HMM: pageable memory access (hostmem.c) */
     unsigned long bus_gbps;     /* SIMGPU_BUS_GBPS: link rate per direction, 0 = no bus model */
     unsigned long bus_latency_us; /* SIMGPU_BUS_LATENCY_US: per-transfer cost on the link */
 };
@@ -394,6 +395,7 @@ void sim_hostmem_unregister(void *p, size_t bytes); /* the caller drained the de
 int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op);
 bool sim_hostmem_device_fault(struct sim_device *d, uintptr_t addr, bool write);
 void sim_hostmem_device_quiesce(void);
+void sim_hostmem_device_start(pid_t host);      /* the host's pid, for the HMM profile */
 /* x86-64: the page-fault error code says whether a fault was a write
  * (elsewhere every fault counts as one). */
 bool sim_fault_is_write(void *uc);
