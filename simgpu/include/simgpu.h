@@ -39,6 +39,10 @@ struct simgpu_stats {
     uint64_t bus_transfers[2][4];
     uint64_t bus_ns[2][4];
     uint64_t bus_wait_ns[2];
+    uint64_t uvm_fault_batches;            /* device fault batches serviced (up to 256 faults each) */
+    uint64_t uvm_evictions;                /* 2 MiB chunks evicted from the device to make room */
+    uint64_t uvm_evicted_bytes;            /* bytes those evictions moved back to the host */
+    uint64_t uvm_device_resident_bytes;    /* gauge: managed bytes resident on the device now */
 };
 
 enum simgpu_bus_dir { SIMGPU_BUS_HTOD = 0, SIMGPU_BUS_DTOH = 1 };

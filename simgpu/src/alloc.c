@@ -29,6 +29,8 @@ static int insert_extent(struct sim_alloc *a, size_t at, uint64_t off, uint64_t 
     a->v[at] = (struct sim_extent){ off, need, size };
     a->n++;
     a->used_bytes += need;
+    if (a->mirror)
+        __atomic_store_n(a->mirror, a->used_bytes, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -97,6 +99,8 @@ int sim_alloc_put(struct sim_alloc *a, uint64_t off)
     if (i == a->n || a->v[i].off != off)
         return -EINVAL;
     a->used_bytes -= a->v[i].size;
+    if (a->mirror)
+        __atomic_store_n(a->mirror, a->used_bytes, __ATOMIC_RELAXED);
     memmove(&a->v[i], &a->v[i + 1], (a->n - i - 1) * sizeof(*a->v));
     a->n--;
     return 0;

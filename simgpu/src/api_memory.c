@@ -58,7 +58,7 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
         return CUDA_ERROR_INVALID_VALUE;
     if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
         return r;
-    return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);
+    return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);   /* up to host memory */
 }
 
 /* cuMemFree may synchronize (cuda.h); this one always does, on the owning
@@ -100,7 +100,7 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
         struct sim_op op = { .kind = SIM_OP_PREFETCH, .stream = SIM_STREAM_LEGACY_SLOT };
         op.u.prefetch.addr = dptr;
         op.u.prefetch.bytes = msize;
-        op.u.prefetch.to_device = 0;
+        op.u.prefetch.to_device = SIM_PREFETCH_DISCARD;  /* home, but nothing crosses the bus */
         if ((rc = sim_submit(d, &op, NULL)) || (rc = sim_device_sync(d)))
             return sim_errno_to_cu(rc);
     }

@@ -49,12 +49,25 @@ static void *map_window(int fd, size_t bytes)
     return w;
 }
 
+/* Managed memory is limited by host memory, as with UVM: the managed
+ * area is as large as the machine's RAM (at least device memory), in 2 MiB
+ * chunks; sparse until touched. */
+static uint64_t managed_area_bytes(uint64_t mem_bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && pg > 0 ? (uint64_t)pages * (uint64_t)pg : 0;
+    uint64_t chunk = SIM_UVM_CHUNK;
+    ram &= ~(chunk - 1);
+    return ram > mem_bytes ? ram : mem_bytes;
+}
+
 static int device_create(struct sim_device *d, int ordinal, uint64_t mem_bytes)
 {
     memset(d, 0, sizeof(*d));
     d->ordinal = ordinal;
     d->mem_bytes = mem_bytes;
-    d->window_bytes = 2 * mem_bytes;
+    d->managed_bytes = managed_area_bytes(mem_bytes);
+    d->window_bytes = mem_bytes + d->managed_bytes;
     d->pid = -1;
     d->memfd = memfd_create("simgpu-device-memory", MFD_CLOEXEC);
     if (d->memfd < 0)
@@ -65,7 +78,7 @@ static int device_create(struct sim_device *d, int ordinal, uint64_t mem_bytes)
     if (!d->window)
         return -errno;
     /* every managed block starts resident on the host (uvm.c) */
-    if (mprotect(d->window + mem_bytes, mem_bytes, PROT_READ | PROT_WRITE) < 0)
+    if (mprotect(d->window + mem_bytes, d->managed_bytes, PROT_READ | PROT_WRITE) < 0)
         return -errno;
     d->shadow = mmap(NULL, mem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, d->memfd, 0);
     if (d->shadow == MAP_FAILED)
@@ -83,10 +96,11 @@ static int device_create(struct sim_device *d, int ordinal, uint64_t mem_bytes)
     pthread_mutex_init(&d->alloc_lock, NULL);
     d->device_mem.area_bytes = mem_bytes;
     d->device_mem.align = SIM_MEM_ALIGN;
-    d->managed_mem.area_bytes = mem_bytes;
+    d->managed_mem.area_bytes = d->managed_bytes;
     d->managed_mem.align = SIM_UVM_BLOCK;   /* blocks are never shared by two allocations */
     if ((rc = sim_uvm_create(d)))
         return rc;
+    d->device_mem.mirror = sim_uvm_device_allocated(d);   /* bounds managed residency */
     d->ctx = (struct sim_context){ .magic = SIM_CTX_MAGIC, .ordinal = ordinal };
     return 0;
 }

@@ -82,7 +82,7 @@ struct sim_op {
         struct { uint32_t event; } record;
         struct { uint32_t stream; uint64_t seq; } wait;
         struct { uint32_t gate; } gate;
-        struct { uint64_t addr, bytes; uint32_t to_device; } prefetch;
+        struct { uint64_t addr, bytes; uint32_t to_device; } prefetch;   /* 0, 1 or SIM_PREFETCH_DISCARD */
         struct { uint32_t action; int32_t prot; uint64_t addr, bytes, memfd_off; uint32_t args_bytes; } vmm;
     } u;
     _Alignas(16) unsigned char args[SIMGPU_MAX_ARGS_BYTES];
@@ -129,6 +129,7 @@ struct sim_alloc {
     uint64_t area_bytes;
     uint64_t align;             /* of every extent */
     uint64_t used_bytes;
+    uint64_t *mirror;           /* if set, used_bytes is copied there (atomically) */
     struct sim_extent *v;       /* sorted by off */
     size_t n, cap;
 };
@@ -151,6 +152,7 @@ struct sim_context {
 struct sim_device {
     int ordinal;
     uint64_t mem_bytes;         /* device memory */
+    uint64_t managed_bytes;     /* the managed area: as large as host memory */
     uint64_t window_bytes;      /* device memory + managed area */
     unsigned char *window;      /* same address in host and device process */
     unsigned char *shadow;      /* host-only RW view of the device part */
@@ -266,6 +268,13 @@ CUresult sim_errno_to_cu(int err);
 
 /* uvm.c: managed memory as UVM — each 64 KiB block resident on one side. */
 #define SIM_UVM_BLOCK (64u << 10)
+#define SIM_UVM_CHUNK (2u << 20)    /* eviction unit: 32 blocks */
+#define SIM_PREFETCH_DISCARD 2u     /* freed blocks go home without a transfer */
+/* Where the host publishes device memory in use by explicit allocations
+ * (bounds how much managed memory may be resident on the device). */
+uint64_t *sim_uvm_device_allocated(struct sim_device *d);
+/* The managed bytes resident on the device now (a gauge). */
+uint64_t sim_uvm_device_resident(const struct sim_device *d);
 struct sim_uvm;
 int sim_uvm_create(struct sim_device *d);          /* before the fork */
 int sim_uvm_start_host(void);                      /* host service threads + SIGSEGV handler */
@@ -276,7 +285,7 @@ bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *ucontext);
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY. */
 void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on);
 /* Device process: migrate the blocks of [addr, addr+bytes) without fault cost. */
-void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool to_device);
+void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, unsigned how);
 
 /* vmm.c: cuMemAddressReserve/Create/Map/SetAccess/Unmap/Release/AddressFree. */
 enum sim_vmm_action { VMM_RESERVE = 1, VMM_MAP, VMM_PROTECT, VMM_UNMAP, VMM_FREE };

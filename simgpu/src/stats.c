@@ -29,6 +29,7 @@ int simgpu_stats_get(int device, struct simgpu_stats *out)
     out->device_bytes_in_use = d->device_mem.used_bytes;
     out->managed_bytes_in_use = d->managed_mem.used_bytes;
     pthread_mutex_unlock(&d->alloc_lock);
+    out->uvm_device_resident_bytes = sim_uvm_device_resident(d);
     return 0;
 }
 
@@ -40,11 +41,13 @@ void sim_stats_atexit(void)
             continue;
         sim_log("device %d: HtoD %" PRIu64 " B in %" PRIu64 ", DtoH %" PRIu64 " B in %" PRIu64
                 ", DtoD %" PRIu64 " B in %" PRIu64 ", memset %" PRIu64 " B in %" PRIu64
-                ", kernels %" PRIu64 " launched %" PRIu64 " completed, UVM faults %" PRIu64
-                " migrated %" PRIu64 " B; in use at exit: %" PRIu64 " B device, %" PRIu64 " B managed",
+                ", kernels %" PRIu64 " launched %" PRIu64 " completed, UVM faults %" PRIu64 " in %" PRIu64
+                " batches, migrated %" PRIu64 " B, evicted %" PRIu64 " chunks (%" PRIu64
+                " B); in use at exit: %" PRIu64 " B device, %" PRIu64 " B managed (%" PRIu64 " B on the device)",
                 i, s.htod_bytes, s.htod_transfers, s.dtoh_bytes, s.dtoh_transfers, s.dtod_bytes,
                 s.dtod_transfers, s.memset_bytes, s.memsets, s.kernels_launched, s.kernels_completed,
-                s.uvm_faults, s.uvm_migrated_bytes, s.device_bytes_in_use, s.managed_bytes_in_use);
+                s.uvm_faults, s.uvm_fault_batches, s.uvm_migrated_bytes, s.uvm_evictions, s.uvm_evicted_bytes,
+                s.device_bytes_in_use, s.managed_bytes_in_use, s.uvm_device_resident_bytes);
         static const char *const kind[] = { "copy", "migration", "eviction", "host access" };
         for (int dir = 0; dir < 2; dir++) {
             char line[512];

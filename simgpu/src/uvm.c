@@ -63,7 +63,13 @@ struct uvm_queue {      /* requests served by one side's service thread */
 struct sim_uvm {
     uint64_t nblocks;
     struct uvm_queue to_side[2];    /* [SIDE_HOST]: served in the host */
-    uint8_t *read_mostly;           /* per block: 1 after SET_READ_MOSTLY (= state + nblocks) */
+    uint64_t device_allocated;      /* host: device memory taken by cuMemAlloc/cuMemCreate */
+    uint64_t resident_blocks;       /* device: blocks with a copy on the device */
+    uint64_t lru_clock;             /* device: ticks of chunk use */
+    uint64_t *chunk_used;           /* per 2 MiB chunk: lru_clock of its last migration here */
+    uint16_t *chunk_resident;       /* per chunk: its blocks with a copy on the device */
+    uint8_t *on_device;             /* per block: 1 while the device holds a copy */
+    uint8_t *read_mostly;           /* per block: 1 after SET_READ_MOSTLY */
     uint8_t state[];                /* per block: SIDE_HOST, SIDE_DEVICE or SHARED, | BUSY */
 };
 
@@ -77,17 +83,33 @@ static void futex_wake_all(uint32_t *w)
     futex(w, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
+#define BLOCKS_PER_CHUNK (SIM_UVM_CHUNK / SIM_UVM_BLOCK)
+
 int sim_uvm_create(struct sim_device *d)
 {
-    uint64_t nblocks = d->mem_bytes / SIM_UVM_BLOCK;
-    size_t bytes = sizeof(struct sim_uvm) + 2 * nblocks;
-    struct sim_uvm *u = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    uint64_t nblocks = d->managed_bytes / SIM_UVM_BLOCK, nchunks = d->managed_bytes / SIM_UVM_CHUNK;
+    size_t head = (sizeof(struct sim_uvm) + 3 * nblocks + 7) & ~(size_t)7;
+    size_t bytes = head + nchunks * (sizeof(uint64_t) + sizeof(uint16_t));
+    struct sim_uvm *u = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (u == MAP_FAILED)
         return -errno;
     u->nblocks = nblocks;           /* state[] is zero: every block on the host */
     u->read_mostly = u->state + nblocks;
+    u->on_device = u->state + 2 * nblocks;
+    u->chunk_used = (uint64_t *)((char *)u + head);
+    u->chunk_resident = (uint16_t *)(u->chunk_used + nchunks);
     d->uvm = u;
     return 0;
+}
+
+uint64_t *sim_uvm_device_allocated(struct sim_device *d)
+{
+    return &d->uvm->device_allocated;
+}
+
+uint64_t sim_uvm_device_resident(const struct sim_device *d)
+{
+    return d->uvm ? __atomic_load_n(&d->uvm->resident_blocks, __ATOMIC_RELAXED) * SIM_UVM_BLOCK : 0;
 }
 
 /* Which side of the process running this code. */
@@ -150,14 +172,131 @@ static int request(struct sim_device *d, uint32_t kind, uint64_t b)
     return handed;
 }
 
-static void pay_fault_cost(void)
+static uint64_t clock_ns(void)
 {
-    unsigned long us = sim.env.uvm_fault_us;
-    if (us) {
-        struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-            ;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A fault's service time.  On the device, faults are serviced in batches
+ * (the driver fetches up to 256 from the fault buffer at a time): a fault
+ * arriving while a batch is being serviced joins it and is done when it
+ * is; otherwise it opens a batch of SIMGPU_UVM_FAULT_US.  A CPU fault is
+ * serviced alone. */
+#define FAULT_BATCH 256
+static int batch_lock;
+static uint64_t batch_end_ns;
+static unsigned batch_faults;
+
+static void pay_fault_cost(struct sim_device *d)
+{
+    uint64_t cost = (uint64_t)sim.env.uvm_fault_us * 1000;
+    if (!cost)
+        return;
+    if (my_side != SIDE_DEVICE) {
+        sim_bus_wait_until(clock_ns() + cost);
+        return;
     }
+    while (__atomic_exchange_n(&batch_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    uint64_t now = clock_ns(), end;
+    bool opened = false;
+    if (now < batch_end_ns && batch_faults < FAULT_BATCH) {
+        batch_faults++;
+        end = batch_end_ns;
+    } else {
+        end = batch_end_ns = now + cost;
+        batch_faults = 1;
+        opened = true;
+    }
+    __atomic_store_n(&batch_lock, 0, __ATOMIC_RELEASE);
+    if (opened)
+        __atomic_fetch_add(&d->sh->stats.uvm_fault_batches, 1, __ATOMIC_RELAXED);
+    sim_bus_wait_until(end);
+}
+
+/* ---- device residency: bounded by device memory less explicit
+ * allocations; the least recently migrated 2 MiB chunk goes home when
+ * full.  Kept by the device process only. ---- */
+
+static void set_on_device(struct sim_device *d, uint64_t b, bool on)
+{
+    struct sim_uvm *u = d->uvm;
+    if (my_side != SIDE_DEVICE || __atomic_exchange_n(&u->on_device[b], (uint8_t)on, __ATOMIC_ACQ_REL) == (uint8_t)on)
+        return;
+    uint64_t c = b / BLOCKS_PER_CHUNK;
+    if (on) {
+        __atomic_fetch_add(&u->resident_blocks, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&u->chunk_resident[c], 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&u->chunk_used[c], __atomic_add_fetch(&u->lru_clock, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_sub(&u->resident_blocks, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&u->chunk_resident[c], 1, __ATOMIC_RELAXED);
+    }
+}
+
+static int request(struct sim_device *d, uint32_t kind, uint64_t b);
+
+/* Device side: close block b here and hand it to the host.  Returns true
+ * when its bytes had to move (the device held the only copy). */
+static bool give_to_host(struct sim_device *d, uint64_t b)
+{
+    uint8_t *st = &d->uvm->state[b];
+    for (;;) {
+        uint8_t s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
+        if (s == SIDE_HOST)
+            return false;
+        if (s & BUSY) {
+            sched_yield();
+            continue;
+        }
+        /* DEVICE or SHARED: close this side, grant the block to the host */
+        if (!__atomic_compare_exchange_n(st, &s, (uint8_t)(s | BUSY), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        protect(d, b, PROT_NONE);
+        set_on_device(d, b, false);
+        __atomic_store_n(st, (uint8_t)(SIDE_HOST | BUSY), __ATOMIC_RELEASE);
+        request(d, KIND_GRANT, b);
+        return s == SIDE_DEVICE;
+    }
+}
+
+static int evict_lock;
+
+/* Before block b comes to the device: evict least recently used chunks
+ * (not b's) until there is room for it. */
+static void make_room(struct sim_device *d, uint64_t b)
+{
+    struct sim_uvm *u = d->uvm;
+    uint64_t taken = __atomic_load_n(&u->device_allocated, __ATOMIC_RELAXED);
+    uint64_t cap = d->mem_bytes > taken ? (d->mem_bytes - taken) / SIM_UVM_BLOCK : 0;
+    if (__atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED) < cap)
+        return;
+    while (__atomic_exchange_n(&evict_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    uint64_t nchunks = u->nblocks / BLOCKS_PER_CHUNK, keep = b / BLOCKS_PER_CHUNK;
+    for (uint64_t tries = 0; tries < nchunks && __atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED) >= cap; tries++) {
+        uint64_t victim = UINT64_MAX, oldest = UINT64_MAX;
+        for (uint64_t c = 0; c < nchunks; c++) {
+            uint64_t used = __atomic_load_n(&u->chunk_used[c], __ATOMIC_RELAXED);
+            if (c != keep && __atomic_load_n(&u->chunk_resident[c], __ATOMIC_RELAXED) && used < oldest) {
+                oldest = used;
+                victim = c;
+            }
+        }
+        if (victim == UINT64_MAX)
+            break;      /* only b's own chunk is here: let the device run over */
+        uint64_t moved = 0;
+        for (uint64_t k = victim * BLOCKS_PER_CHUNK; k < (victim + 1) * BLOCKS_PER_CHUNK; k++)
+            if (__atomic_load_n(&u->on_device[k], __ATOMIC_RELAXED) && give_to_host(d, k))
+                moved += SIM_UVM_BLOCK;
+        __atomic_fetch_add(&d->sh->stats.uvm_evictions, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&d->sh->stats.uvm_evicted_bytes, moved, __ATOMIC_RELAXED);
+        if (moved)
+            sim_bus_transfer(d, SIMGPU_BUS_DTOH, SIMGPU_BUS_EVICTION, moved);
+    }
+    __atomic_store_n(&evict_lock, 0, __ATOMIC_RELEASE);
 }
 
 /* The direction of a migration to this side. */
@@ -194,6 +333,8 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, ui
         }
         bool duplicate = !write && s != SHARED && __atomic_load_n(&d->uvm->read_mostly[b], __ATOMIC_RELAXED);
         bool copy = s != SHARED;    /* a write to a shared block already has the bytes */
+        if (my_side == SIDE_DEVICE && copy)
+            make_room(d, b);
         int got = request(d, duplicate ? KIND_DOWNGRADE : KIND_REVOKE, b);
         if (got < 0) {
             ok = false;
@@ -203,7 +344,8 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, ui
             continue;   /* the other side had already let go: retry */
         uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
         if (fault)
-            pay_fault_cost();
+            pay_fault_cost(d);
+        set_on_device(d, b, true);
         if (copy && moved)
             *moved += SIM_UVM_BLOCK;
         else if (copy)
@@ -238,6 +380,8 @@ static bool serve(struct sim_device *d, struct uvm_req *r)
             return false;
         bool down = r->kind == KIND_DOWNGRADE;
         protect(d, r->block, down ? PROT_READ : PROT_NONE);
+        if (!down)
+            set_on_device(d, r->block, false);
         __atomic_store_n(st, (uint8_t)((down ? SHARED : requester) | BUSY), __ATOMIC_RELEASE);    /* handed over */
         __atomic_store_n(&r->handed, 1, __ATOMIC_RELEASE);
     }
@@ -272,7 +416,7 @@ static struct sim_device *managed_device(uintptr_t addr, uint64_t *block)
     for (int i = 0; i < sim.ndevices; i++) {
         struct sim_device *d = &sim.dev[i];
         uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
-        if (d->uvm && addr >= base && addr < base + d->mem_bytes) {
+        if (d->uvm && addr >= base && addr < base + d->managed_bytes) {
             *block = (addr - base) / SIM_UVM_BLOCK;
             return d;
         }
@@ -380,7 +524,7 @@ int sim_uvm_start_host(void)
 void sim_uvm_start_device(struct sim_device *d)
 {
     my_side = SIDE_DEVICE;
-    mprotect(d->window + d->mem_bytes, d->mem_bytes, PROT_NONE);
+    mprotect(d->window + d->mem_bytes, d->managed_bytes, PROT_NONE);
     if (sim_spawn_device_thread(sim.env.workers, service_thread, d) != 0)
         _exit(5);
 }
@@ -388,7 +532,7 @@ void sim_uvm_start_device(struct sim_device *d)
 bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
 {
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
-    if (addr < base || addr >= base + d->mem_bytes)
+    if (addr < base || addr >= base + d->managed_bytes)
         return false;
     return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, sim_fault_is_write(uc), NULL);
 }
@@ -397,7 +541,7 @@ bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
 void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on)
 {
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
-    if (bytes == 0 || addr < base || addr - base >= d->mem_bytes)
+    if (bytes == 0 || addr < base || addr - base >= d->managed_bytes)
         return;
     uint64_t first = (addr - base) / SIM_UVM_BLOCK, last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
     for (uint64_t b = first; b <= last && b < d->uvm->nblocks; b++)
@@ -405,11 +549,14 @@ void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes
 }
 
 /* Bulk migration: to the device by revoking from the host; to the host by
- * closing this side and granting the block to the host. */
-void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool to_device)
+ * closing this side and granting the block to the host.  `how`: 1 to the
+ * device, 0 to the host, SIM_PREFETCH_DISCARD home without moving bytes
+ * (the blocks were freed). */
+void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, unsigned how)
 {
+    bool to_device = how == 1, discard = how == SIM_PREFETCH_DISCARD;
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
-    if (bytes == 0 || addr < base || addr - base >= d->mem_bytes)
+    if (bytes == 0 || addr < base || addr - base >= d->managed_bytes)
         return;
     uint64_t first = (addr - base) / SIM_UVM_BLOCK;
     uint64_t last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
@@ -421,26 +568,9 @@ void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, bool 
             acquire(d, b, false, true, &moved);
             continue;
         }
-        uint8_t *st = &d->uvm->state[b];
-        for (;;) {
-            uint8_t s = __atomic_load_n(st, __ATOMIC_ACQUIRE);
-            if (s == SIDE_HOST)
-                break;
-            if (s & BUSY) {
-                sched_yield();
-                continue;
-            }
-            /* DEVICE or SHARED: close this side, grant the block to the host */
-            if (!__atomic_compare_exchange_n(st, &s, (uint8_t)(s | BUSY), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-                continue;
-            protect(d, b, PROT_NONE);
-            __atomic_store_n(st, (uint8_t)(SIDE_HOST | BUSY), __ATOMIC_RELEASE);
-            request(d, KIND_GRANT, b);
-            if (s == SIDE_DEVICE) {
-                __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
-                moved += SIM_UVM_BLOCK;
-            }
-            break;
+        if (give_to_host(d, b) && !discard) {
+            __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
+            moved += SIM_UVM_BLOCK;
         }
     }
     /* one bulk transfer, in stream order (the prefetch op holds its
