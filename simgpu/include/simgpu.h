@@ -43,6 +43,7 @@ struct simgpu_stats {
     uint64_t uvm_evictions;                /* 2 MiB chunks evicted from the device to make room */
     uint64_t uvm_evicted_bytes;            /* bytes those evictions moved back to the host */
     uint64_t uvm_device_resident_bytes;    /* gauge: managed bytes resident on the device now */
+    uint64_t uvm_remote_bytes;             /* managed bytes kernels reached on the host without migrating (advice) */
 };
 
 enum simgpu_bus_dir { SIMGPU_BUS_HTOD = 0, SIMGPU_BUS_DTOH = 1 };

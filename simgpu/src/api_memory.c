@@ -511,25 +511,77 @@ static CUresult managed_hint(CUdeviceptr p, size_t count)
                                                                              : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Read-mostly is modelled (uvm.c); preferred location and accessed-by are
- * accepted and ignored. */
-static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice)
+/* Advice (uvm.c): read-mostly duplicates on read faults; a preferred
+ * location on the device makes its chunks the last evicted; a preferred
+ * location on the host, or accessed-by the device, lets kernels reach
+ * host-resident blocks remotely instead of migrating them.  `on_device`:
+ * the location is the device that owns the memory (false: the host). */
+static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice, bool on_device)
 {
     CUresult r = managed_hint(p, count);
     if (r != CUDA_SUCCESS)
         return r;
-    if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY || advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY) {
-        struct sim_device *d;
-        sim_ptr_classify(p, count, &d, NULL);
-        sim_uvm_set_read_mostly(d, p, count, advice == CU_MEM_ADVISE_SET_READ_MOSTLY);
+    struct sim_device *d;
+    sim_ptr_classify(p, count ? count : 1, &d, NULL);
+    switch (advice) {
+    case CU_MEM_ADVISE_SET_READ_MOSTLY:
+    case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+        sim_uvm_set_advice(d, p, count, SIM_ADVISE_READ_MOSTLY, advice == CU_MEM_ADVISE_SET_READ_MOSTLY);
+        return CUDA_SUCCESS;
+    case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+        sim_uvm_set_advice(d, p, count, on_device ? SIM_ADVISE_PREFER_HOST : SIM_ADVISE_PREFER_DEVICE, false);
+        sim_uvm_set_advice(d, p, count, on_device ? SIM_ADVISE_PREFER_DEVICE : SIM_ADVISE_PREFER_HOST, true);
+        return CUDA_SUCCESS;
+    case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+        sim_uvm_set_advice(d, p, count, SIM_ADVISE_PREFER_HOST | SIM_ADVISE_PREFER_DEVICE, false);
+        return CUDA_SUCCESS;
+    case CU_MEM_ADVISE_SET_ACCESSED_BY:
+    case CU_MEM_ADVISE_UNSET_ACCESSED_BY:
+        /* the host maps managed memory wherever it is: nothing to record */
+        if (on_device)
+            sim_uvm_set_advice(d, p, count, SIM_ADVISE_ACCESSED_BY, advice == CU_MEM_ADVISE_SET_ACCESSED_BY);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    return CUDA_SUCCESS;
+}
+
+/* The device of managed memory p, or -1. */
+static int owner_of(CUdeviceptr p)
+{
+    struct sim_device *d;
+    return sim_ptr_classify(p, 1, &d, NULL) == SIM_PTR_MANAGED ? d->ordinal : -1;
 }
 
 CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advice, CUdevice device)
-{ (void)device; return advise(p, count, advice); }
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (device != CU_DEVICE_CPU && (device < 0 || device >= sim.ndevices))
+        return CUDA_ERROR_INVALID_DEVICE;
+    int owner = owner_of(p);
+    if (device != CU_DEVICE_CPU && owner >= 0 && device != owner)
+        return CUDA_ERROR_NOT_SUPPORTED;    /* peer mappings are not modelled */
+    return advise(p, count, advice, device != CU_DEVICE_CPU);
+}
+
 CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation location)
-{ (void)location; return advise(p, count, advice); }
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    bool dev = location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (dev && (location.id < 0 || location.id >= sim.ndevices))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!dev && location.type != CU_MEM_LOCATION_TYPE_HOST && location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+        location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+        return CUDA_ERROR_INVALID_VALUE;
+    int owner = owner_of(p);
+    if (dev && owner >= 0 && location.id != owner)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return advise(p, count, advice, dev);
+}
 
 /* Bulk migration in stream order, without per-fault cost. */
 static CUresult prefetch(CUdeviceptr p, size_t count, bool to_device, int device, CUstream s, bool ptds)

@@ -299,8 +299,11 @@ static void work_on_kernel(struct qnode *n)
             if (!SH->sticky_error)
                 __atomic_fetch_add(&SH->stats.kernels_completed, 1, __ATOMIC_RELAXED);
             complete(n);
-            if (!kernel_running())
-                sim_hostmem_device_quiesce();   /* the next kernel pays for host pages again */
+            if (!kernel_running()) {
+                /* the next kernel pays for host pages again */
+                sim_hostmem_device_quiesce();
+                sim_uvm_device_quiesce(D);
+            }
             return;
         }
     }

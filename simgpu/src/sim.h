@@ -283,7 +283,11 @@ void sim_uvm_start_device(struct sim_device *d);   /* in the device process */
  * migrated to the device, the access may retry). */
 bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *ucontext);
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY. */
-void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on);
+enum { SIM_ADVISE_READ_MOSTLY = 1, SIM_ADVISE_PREFER_HOST = 2, SIM_ADVISE_PREFER_DEVICE = 4,
+       SIM_ADVISE_ACCESSED_BY = 8 };
+void sim_uvm_set_advice(struct sim_device *d, uint64_t addr, uint64_t bytes, unsigned bit, bool on);
+/* Device process: no kernel runs; close the remote mappings kernels opened. */
+void sim_uvm_device_quiesce(struct sim_device *d);
 /* Device process: migrate the blocks of [addr, addr+bytes) without fault cost. */
 void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, unsigned how);
 

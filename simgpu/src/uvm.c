@@ -69,7 +69,7 @@ struct sim_uvm {
     uint64_t *chunk_used;           /* per 2 MiB chunk: lru_clock of its last migration here */
     uint16_t *chunk_resident;       /* per chunk: its blocks with a copy on the device */
     uint8_t *on_device;             /* per block: 1 while the device holds a copy */
-    uint8_t *read_mostly;           /* per block: 1 after SET_READ_MOSTLY */
+    uint8_t *advice;                /* per block: SIM_ADVISE_* bits (cuMemAdvise) */
     uint8_t state[];                /* per block: SIDE_HOST, SIDE_DEVICE or SHARED, | BUSY */
 };
 
@@ -94,7 +94,7 @@ int sim_uvm_create(struct sim_device *d)
     if (u == MAP_FAILED)
         return -errno;
     u->nblocks = nblocks;           /* state[] is zero: every block on the host */
-    u->read_mostly = u->state + nblocks;
+    u->advice = u->state + nblocks;
     u->on_device = u->state + 2 * nblocks;
     u->chunk_used = (uint64_t *)((char *)u + head);
     u->chunk_resident = (uint16_t *)(u->chunk_used + nchunks);
@@ -264,6 +264,14 @@ static bool give_to_host(struct sim_device *d, uint64_t b)
 
 static int evict_lock;
 
+static bool chunk_prefers_device(const struct sim_uvm *u, uint64_t c)
+{
+    for (uint64_t k = c * BLOCKS_PER_CHUNK; k < (c + 1) * BLOCKS_PER_CHUNK; k++)
+        if (__atomic_load_n(&u->advice[k], __ATOMIC_RELAXED) & SIM_ADVISE_PREFER_DEVICE)
+            return true;
+    return false;
+}
+
 /* Before block b comes to the device: evict least recently used chunks
  * (not b's) until there is room for it. */
 static void make_room(struct sim_device *d, uint64_t b)
@@ -277,10 +285,16 @@ static void make_room(struct sim_device *d, uint64_t b)
         sched_yield();
     uint64_t nchunks = u->nblocks / BLOCKS_PER_CHUNK, keep = b / BLOCKS_PER_CHUNK;
     for (uint64_t tries = 0; tries < nchunks && __atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED) >= cap; tries++) {
+        /* the least recently used chunk, one preferred on the device only
+         * when there is nothing else */
         uint64_t victim = UINT64_MAX, oldest = UINT64_MAX;
-        for (uint64_t c = 0; c < nchunks; c++) {
-            uint64_t used = __atomic_load_n(&u->chunk_used[c], __ATOMIC_RELAXED);
-            if (c != keep && __atomic_load_n(&u->chunk_resident[c], __ATOMIC_RELAXED) && used < oldest) {
+        for (int pass = 0; pass < 2 && victim == UINT64_MAX; pass++) {
+            for (uint64_t c = 0; c < nchunks; c++) {
+                uint64_t used = __atomic_load_n(&u->chunk_used[c], __ATOMIC_RELAXED);
+                if (c == keep || !__atomic_load_n(&u->chunk_resident[c], __ATOMIC_RELAXED) || used >= oldest)
+                    continue;
+                if (pass == 0 && chunk_prefers_device(u, c))
+                    continue;
                 oldest = used;
                 victim = c;
             }
@@ -331,7 +345,8 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, ui
             __atomic_store_n(st, s, __ATOMIC_RELEASE);
             break;
         }
-        bool duplicate = !write && s != SHARED && __atomic_load_n(&d->uvm->read_mostly[b], __ATOMIC_RELAXED);
+        bool duplicate = !write && s != SHARED &&
+                         (__atomic_load_n(&d->uvm->advice[b], __ATOMIC_RELAXED) & SIM_ADVISE_READ_MOSTLY);
         bool copy = s != SHARED;    /* a write to a shared block already has the bytes */
         if (my_side == SIDE_DEVICE && copy)
             make_room(d, b);
@@ -529,23 +544,76 @@ void sim_uvm_start_device(struct sim_device *d)
         _exit(5);
 }
 
+/* Remote mappings: a block resident on the host whose advice is
+ * ACCESSED_BY this device or PREFERRED_LOCATION host is not migrated when
+ * a kernel touches it; the device maps the touched 4 KiB page of the host's
+ * copy (the same shared memory) and pays for it on the bus like any host
+ * access.  Pages so opened are closed when no kernel is left running. */
+#define REMOTE_MAX 65536
+static int remote_lock;
+static uintptr_t remote_pages[REMOTE_MAX];
+static unsigned nremote;
+
+static bool remote_access(struct sim_device *d, uint64_t b, uintptr_t addr, bool write)
+{
+    if (__atomic_load_n(&d->uvm->state[b], __ATOMIC_ACQUIRE) != SIDE_HOST)
+        return false;
+    uintptr_t page = addr & ~(uintptr_t)4095;
+    while (__atomic_exchange_n(&remote_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    bool ok = nremote < REMOTE_MAX;
+    if (ok) {
+        remote_pages[nremote++] = page;
+        mprotect((void *)page, 4096, write ? PROT_READ | PROT_WRITE : PROT_READ);
+    }
+    __atomic_store_n(&remote_lock, 0, __ATOMIC_RELEASE);
+    if (!ok)
+        return false;   /* too many open: migrate instead */
+    sim_bus_wait_until(sim_bus_reserve_access(d, write ? SIMGPU_BUS_DTOH : SIMGPU_BUS_HTOD, 4096).end_ns);
+    __atomic_fetch_add(&d->sh->stats.uvm_remote_bytes, 4096, __ATOMIC_RELAXED);
+    return true;
+}
+
+void sim_uvm_device_quiesce(struct sim_device *d)
+{
+    uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
+    while (__atomic_exchange_n(&remote_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    for (unsigned i = 0; i < nremote; i++) {
+        uint64_t b = (remote_pages[i] - base) / SIM_UVM_BLOCK;
+        if (__atomic_load_n(&d->uvm->state[b], __ATOMIC_ACQUIRE) == SIDE_HOST)
+            mprotect((void *)remote_pages[i], 4096, PROT_NONE);
+    }
+    nremote = 0;
+    __atomic_store_n(&remote_lock, 0, __ATOMIC_RELEASE);
+}
+
 bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
 {
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
     if (addr < base || addr >= base + d->managed_bytes)
         return false;
-    return acquire(d, (addr - base) / SIM_UVM_BLOCK, true, sim_fault_is_write(uc), NULL);
+    uint64_t b = (addr - base) / SIM_UVM_BLOCK;
+    bool write = sim_fault_is_write(uc);
+    uint8_t adv = __atomic_load_n(&d->uvm->advice[b], __ATOMIC_RELAXED);
+    if ((adv & (SIM_ADVISE_ACCESSED_BY | SIM_ADVISE_PREFER_HOST)) && remote_access(d, b, addr, write))
+        return true;
+    return acquire(d, b, true, write, NULL);
 }
 
-/* Host: cuMemAdvise SET/UNSET_READ_MOSTLY on [addr, addr+bytes). */
-void sim_uvm_set_read_mostly(struct sim_device *d, uint64_t addr, uint64_t bytes, bool on)
+/* Host: cuMemAdvise sets or clears `bit` (SIM_ADVISE_*) on [addr, addr+bytes). */
+void sim_uvm_set_advice(struct sim_device *d, uint64_t addr, uint64_t bytes, unsigned bit, bool on)
 {
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
     if (bytes == 0 || addr < base || addr - base >= d->managed_bytes)
         return;
     uint64_t first = (addr - base) / SIM_UVM_BLOCK, last = (addr - base + bytes - 1) / SIM_UVM_BLOCK;
-    for (uint64_t b = first; b <= last && b < d->uvm->nblocks; b++)
-        __atomic_store_n(&d->uvm->read_mostly[b], (uint8_t)on, __ATOMIC_RELAXED);
+    for (uint64_t b = first; b <= last && b < d->uvm->nblocks; b++) {
+        if (on)
+            __atomic_fetch_or(&d->uvm->advice[b], (uint8_t)bit, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_and(&d->uvm->advice[b], (uint8_t)~bit, __ATOMIC_RELAXED);
+    }
 }
 
 /* Bulk migration: to the device by revoking from the host; to the host by
