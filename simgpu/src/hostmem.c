@@ -22,7 +22,8 @@
  *     from the same file at the same offset and address: a kernel sees the
  *     page cache.  As with drivers >= 550.67 on kernels >= 6.5, a writable
  *     registration is refused when the file system tracks dirty pages
- *     (anything but tmpfs and hugetlbfs): CUDA_ERROR_NOT_PERMITTED;
+ *     (anything but tmpfs and hugetlbfs): CUDA_ERROR_INVALID_VALUE, what the
+ *     H200 answered on ext4 (docs/hardware.md, Z1.rw);
  *     CU_MEMHOSTREGISTER_READ_ONLY works.  Shared memory that is not a file
  *     (memfd, shared anonymous, System V) cannot be reached:
  *     CUDA_ERROR_NOT_SUPPORTED.
@@ -678,7 +679,7 @@ CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reach
             log_refusal("a writable registration of a shared file mapping whose file system tracks dirty pages "
                         "(drivers >= 550.67 pin file pages long-term; use CU_MEMHOSTREGISTER_READ_ONLY)",
                         p, bytes, m);
-            return CUDA_ERROR_NOT_PERMITTED;
+            return CUDA_ERROR_INVALID_VALUE;     /* the H200's answer (docs/hardware.md, Z1.rw) */
         }
     }
     if (at < hi)
