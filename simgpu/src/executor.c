@@ -116,10 +116,14 @@ static bool deps_met(const struct sim_op *op)
     return true;
 }
 
+/* The next op a worker may run; the control stream's ops are the control
+ * thread's (control_thread). */
 static struct qnode *pick(void)
 {
     for (uint32_t i = 0; i < SIM_MAX_STREAMS; i++) {
         uint32_t s = (rr_next + i) % SIM_MAX_STREAMS;
+        if (s == SIM_STREAM_CONTROL_SLOT)
+            continue;
         struct qnode *h = dq[s].head;
         if (h && !dq[s].running && deps_met(&h->op)) {
             dq[s].running = true;
@@ -309,6 +313,34 @@ static void work_on_kernel(struct qnode *n)
     }
 }
 
+/* Changes to the device process's mappings (SIM_OP_VMM, SIM_OP_HOSTMEM on
+ * the control stream) run on their own thread: they must not wait for a
+ * free worker (a kernel may keep every worker busy until the host, which is
+ * waiting for such a change, sets a flag). */
+static void *control_thread(void *arg)
+{
+    (void)arg;
+    struct dstream *q = &dq[SIM_STREAM_CONTROL_SLOT];
+    pthread_mutex_lock(&SH->lock);
+    for (;;) {
+        ingest();
+        struct qnode *n = q->head;
+        if (!n || q->running) {
+            pthread_cond_wait(&SH->dev_cv, &SH->lock);
+            continue;
+        }
+        q->running = true;
+        pthread_mutex_unlock(&SH->lock);
+        int rc = n->op.kind == SIM_OP_VMM ? sim_vmm_device_op(D, &n->op)
+               : n->op.kind == SIM_OP_HOSTMEM ? sim_hostmem_device_op(D, &n->op)
+                                              : -EINVAL;
+        pthread_mutex_lock(&SH->lock);
+        SH->vmm_result = rc;
+        complete(n);
+    }
+    return NULL;
+}
+
 /* Workers that have started running (sim_device_main waits for all). */
 static unsigned workers_running;
 
@@ -344,10 +376,6 @@ static void *worker(void *arg)
             struct sim_event_slot *e = &SH->events[n->op.u.record.event];
             if (e->seq == n->op.seq)
                 e->time_ns = sim_now_ns();
-        } else if (n->op.kind == SIM_OP_VMM) {
-            SH->vmm_result = sim_vmm_device_op(D, &n->op);
-        } else if (n->op.kind == SIM_OP_HOSTMEM) {
-            SH->vmm_result = sim_hostmem_device_op(D, &n->op);
         } else if (n->op.kind != SIM_OP_NOP && n->op.kind != SIM_OP_WAIT) {
             pthread_mutex_unlock(&SH->lock);
             execute(n);
@@ -458,6 +486,9 @@ void sim_device_main(struct sim_device *d)
         if (sim_spawn_device_thread(i, worker, NULL) != 0)
             _exit(4);
     }
+    /* stack index workers is the UVM service thread's (uvm.c) */
+    if (sim_spawn_device_thread(sim.env.workers + 1, control_thread, NULL) != 0)
+        _exit(4);
     /* Ready once every worker runs: starting a thread allocates, and an
      * allocator lock that another host thread held at the clone is held
      * here for ever. The host then kills this process and clones again. */

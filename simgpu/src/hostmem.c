@@ -435,12 +435,7 @@ static int each_device(uint32_t action, uint64_t addr, uint64_t bytes, uint64_t 
         op.u.vmm.args_bytes = (uint32_t)args_bytes;
         if (args_bytes)
             memcpy(op.args, args, args_bytes);
-        uint64_t seq;
-        int rc = sim_submit(d, &op, &seq);
-        if (!rc)
-            rc = sim_wait_seq(d, SIM_STREAM_CONTROL_SLOT, seq);
-        if (!rc)
-            rc = d->sh->vmm_result;
+        int rc = sim_control_op(d, &op);
         if (rc)
             return rc;
     }

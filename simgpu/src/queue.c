@@ -168,6 +168,25 @@ CUresult sim_stream_resolve(CUstream s, bool ptds, struct sim_device **d, uint32
     return CUDA_SUCCESS;
 }
 
+/* One change of the device process's mappings (SIM_OP_VMM or
+ * SIM_OP_HOSTMEM): run on the control stream, waited for, its result read
+ * from the one result slot — so one at a time, from any host thread. */
+static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int sim_control_op(struct sim_device *d, struct sim_op *op)
+{
+    op->stream = SIM_STREAM_CONTROL_SLOT;
+    pthread_mutex_lock(&control_lock);
+    uint64_t seq;
+    int rc = sim_submit(d, op, &seq);
+    if (!rc)
+        rc = sim_wait_seq(d, SIM_STREAM_CONTROL_SLOT, seq);
+    if (!rc)
+        rc = d->sh->vmm_result;
+    pthread_mutex_unlock(&control_lock);
+    return rc;
+}
+
 static int gate_acquire(struct sim_device *d, uint32_t *gate)
 {
     int rc = sim_lock(d);

@@ -232,6 +232,9 @@ int sim_slot_alloc_stream(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_stream(struct sim_device *d, uint32_t slot);
 int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_event(struct sim_device *d, uint32_t slot);
+/* A change of the device process's mappings, run and waited for; returns
+ * 0 or -errno (the device's answer, or the channel's error). */
+int sim_control_op(struct sim_device *d, struct sim_op *op);
 /* Host copy in stream order: gate the stream, copy, release; charged on
  * the link of `dir` (at the pageable rate unless `pinned`). */
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,

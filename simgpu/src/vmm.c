@@ -235,11 +235,7 @@ static int device_do(struct sim_device *d, uint32_t action, uint64_t addr, uint6
     op.u.vmm.bytes = bytes;
     op.u.vmm.memfd_off = memfd_off;
     op.u.vmm.prot = prot;
-    uint64_t seq;
-    int rc = sim_submit(d, &op, &seq);
-    if (!rc)
-        rc = sim_wait_seq(d, SIM_STREAM_CONTROL_SLOT, seq);
-    return rc ? rc : d->sh->vmm_result;
+    return sim_control_op(d, &op);
 }
 
 static struct vmm_reservation *reservation_of(uint64_t p, uint64_t len)

@@ -142,6 +142,49 @@ static void test_a_running_kernel_sees_the_cpu_store(void **)
     CU_OK(cuMemFreeHost(seen));
 }
 
+/* Allocating and registering host memory while kernels keep every worker
+ * busy waiting for the host: the calls return (they must not wait for the
+ * kernels), then the host releases the kernels. */
+static void test_host_memory_calls_do_not_wait_for_busy_kernels(void **)
+{
+    int workers = 0;
+    CU_OK(cuDeviceGetAttribute(&workers, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    int *flag, *seen;
+    CU_OK(cuMemHostAlloc((void **)&flag, sizeof(int), 0));
+    CU_OK(cuMemHostAlloc((void **)&seen, 64 * sizeof(int), 0));
+    *flag = 0;
+    CUstream s[64];
+    long long ns = 3LL * 1000 * 1000 * 1000;
+    for (int i = 0; i < workers; i++) {
+        CU_OK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+        int *mine = seen + i;
+        void *args[] = { &flag, &mine, &ns };
+        CU_OK(cuLaunchKernel(fn((const void *)wait_flag), 1, 1, 1, 1, 1, 1, 0, s[i], args, NULL));
+    }
+    usleep(50 * 1000);
+    double t0 = now_ms();
+    int *more;
+    CU_OK(cuMemHostAlloc((void **)&more, 4096, 0));
+    void *anon = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CU_OK(cuMemHostRegister(anon, 8192, 0));
+    double took = now_ms() - t0;
+    for (int i = 0; i < workers; i++)
+        assert_int_equal(cuStreamQuery(s[i]), CUDA_ERROR_NOT_READY);   /* still waiting for the flag */
+    __atomic_store_n(flag, 7, __ATOMIC_RELEASE);
+    CU_OK(cuCtxSynchronize());
+    printf("# %d busy workers: allocation + registration took %.1f ms\n", workers, took);
+    assert_true(took < 1000);
+    for (int i = 0; i < workers; i++) {
+        assert_int_equal(seen[i], 7);
+        CU_OK(cuStreamDestroy(s[i]));
+    }
+    CU_OK(cuMemHostUnregister(anon));
+    munmap(anon, 8192);
+    CU_OK(cuMemFreeHost(more));
+    CU_OK(cuMemFreeHost(flag));
+    CU_OK(cuMemFreeHost(seen));
+}
+
 /* Anonymous memory mapped after cuInit, registered: kernels reach it at
  * its own address; after unregistering it is the program's again. */
 static void test_registered_anonymous_memory_is_reachable(void **)
@@ -320,6 +363,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_attributes_say_host_pointers_are_device_pointers),
         cmocka_unit_test(test_kernels_read_and_write_host_alloc_memory_and_pay_per_page),
         cmocka_unit_test(test_a_running_kernel_sees_the_cpu_store),
+        cmocka_unit_test(test_host_memory_calls_do_not_wait_for_busy_kernels),
         cmocka_unit_test(test_registered_anonymous_memory_is_reachable),
         cmocka_unit_test(test_registered_file_mapping_shows_the_page_cache),
         cmocka_unit_test(test_writable_registration_of_a_tmpfs_file),
