@@ -182,8 +182,13 @@ static CUresult host_copy(enum dir dir, CUdeviceptr dev, void *host, size_t n, C
     enum simgpu_bus_dir bus = dir == HTOD ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH;
     void *to = dir == HTOD ? (void *)view : host;
     const void *from = dir == HTOD ? (const void *)host : view;
-    int rc = pinned && async ? sim_async_host_copy(d, slot, to, from, n, bus)
-                             : sim_gated_host_copy(d, slot, to, from, n, bus, pinned);
+    /* with managed memory on either side, what crosses the bus is the
+     * migrations the copy's faults cause: the copy itself is not charged */
+    enum sim_copy_charge charge = kind == SIM_PTR_MANAGED || hk == SIM_PTR_MANAGED ? SIM_CHARGE_NONE
+                                : pinned                                         ? SIM_CHARGE_PINNED
+                                                                                 : SIM_CHARGE_PAGEABLE;
+    int rc = pinned && async ? sim_async_host_copy(d, slot, to, from, n, bus, charge)
+                             : sim_gated_host_copy(d, slot, to, from, n, bus, charge);
     if (d->sh->sticky_error)
         return (CUresult)d->sh->sticky_error;
     if (rc)

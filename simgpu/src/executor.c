@@ -54,9 +54,12 @@ static __thread sigjmp_buf *fault_jb;
  * the launch; elsewhere it is fatal (the host then reports the device lost). */
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
-    if ((sig == SIGSEGV || sig == SIGBUS) && sim_uvm_device_fault(D, (uintptr_t)si->si_addr, uc))
+    /* si_code > 0: a fault of the hardware's; a raised signal's si_addr
+     * holds no address (the HMM atomic check raises one to fail) */
+    bool fault = si->si_code > 0;
+    if (fault && (sig == SIGSEGV || sig == SIGBUS) && sim_uvm_device_fault(D, (uintptr_t)si->si_addr, uc))
         return;
-    if (sig == SIGSEGV && sim_hostmem_device_fault(D, (uintptr_t)si->si_addr, sim_fault_is_write(uc)))
+    if (fault && sig == SIGSEGV && sim_hostmem_device_fault(D, (uintptr_t)si->si_addr, sim_fault_is_write(uc)))
         return;
     if (fault_jb) {
         sim_fiber_escape();     /* the fault may be on a fiber of the block */

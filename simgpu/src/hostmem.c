@@ -112,6 +112,40 @@ struct dev_range {
 };
 static struct dev_range dev_ranges[DEV_MAX_RANGES];
 static unsigned dev_used;       /* slots [0, dev_used) have been used */
+/* Taken to claim or free a slot: by the control thread, by quiesce, and by
+ * the HMM fault path (a signal handler, on a worker that never holds it
+ * otherwise).  Lookups are lock-free: a slot's bytes is published last. */
+static int dev_lock;
+
+static void dev_lock_take(void)
+{
+    while (__atomic_exchange_n(&dev_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void dev_lock_drop(void)
+{
+    __atomic_store_n(&dev_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* A free slot filled with [base, base+bytes) (dev_lock held), or NULL. */
+static struct dev_range *dev_claim(uint64_t base, uint64_t bytes, int prot, bool hmm)
+{
+    for (unsigned i = 0; i < DEV_MAX_RANGES; i++) {
+        struct dev_range *r = &dev_ranges[i];
+        if (r->bytes)
+            continue;
+        r->base = base;
+        r->prot = prot;
+        r->opened = 0;
+        r->hmm = hmm;
+        if (i >= dev_used)
+            __atomic_store_n(&dev_used, i + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->bytes, bytes, __ATOMIC_RELEASE);
+        return r;
+    }
+    return NULL;
+}
 
 static struct dev_range *dev_range_of(uint64_t a)
 {
@@ -125,20 +159,73 @@ static struct dev_range *dev_range_of(uint64_t a)
     return NULL;
 }
 
+static bool dev_covered(uint64_t a, const struct dev_range *except)
+{
+    for (unsigned i = 0; i < dev_used; i++) {
+        const struct dev_range *r = &dev_ranges[i];
+        if (r != except && r->bytes && a >= r->base && a - r->base < r->bytes)
+            return true;
+    }
+    return false;
+}
+
+static void forget_run(uint64_t lo, uint64_t hi)
+{
+    if (lo < hi)
+        mmap((void *)(uintptr_t)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
 /* Pages of [lo, hi) no range but `except` covers go back to PROT_NONE
- * anonymous memory (what the device process had there). */
+ * anonymous memory (what the device process had there), one call per
+ * uncovered run.  dev_lock held (its static scratch is this function's). */
 static void dev_forget(uint64_t lo, uint64_t hi, const struct dev_range *except)
 {
-    for (uint64_t a = lo; a < hi; a += pg) {
-        bool covered = false;
-        for (unsigned i = 0; i < dev_used && !covered; i++) {
-            const struct dev_range *r = &dev_ranges[i];
-            covered = r != except && r->bytes && a >= r->base && a - r->base < r->bytes;
+    static uint64_t cut[DEV_MAX_RANGES][2];
+    unsigned n = 0;
+    for (unsigned i = 0; i < dev_used; i++) {
+        const struct dev_range *r = &dev_ranges[i];
+        if (r == except || !r->bytes || r->base >= hi || r->base + r->bytes <= lo)
+            continue;
+        /* insertion by start */
+        unsigned k = n++;
+        while (k > 0 && cut[k - 1][0] > r->base) {
+            cut[k][0] = cut[k - 1][0];
+            cut[k][1] = cut[k - 1][1];
+            k--;
         }
-        if (!covered)
-            mmap((void *)(uintptr_t)a, pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        cut[k][0] = r->base;
+        cut[k][1] = r->base + r->bytes;
     }
+    uint64_t at = lo;
+    for (unsigned k = 0; k < n && at < hi; k++) {
+        if (cut[k][0] > at)
+            forget_run(at, cut[k][0] < hi ? cut[k][0] : hi);
+        if (cut[k][1] > at)
+            at = cut[k][1];
+    }
+    if (at < hi)
+        forget_run(at, hi);
 }
+
+/* May host pages be mapped at [a, a+n) in this process?  Pages another
+ * registration already maps are; the rest must hold nothing of ours. */
+static bool dev_may_map(uint64_t a, uint64_t n)
+{
+    uint64_t run = a;
+    for (uint64_t p = a; p <= a + n; p += pg) {
+        bool end = p == a + n;
+        if (!end && !dev_covered(p, NULL))
+            continue;
+        if (p > run && !sim_vmm_only_host_leftovers(run, p - run))
+            return false;
+        run = p + pg;
+    }
+    return true;
+}
+
+static bool own_map_identity(uint64_t a, uint64_t *dev, uint64_t *ino, char *chunk, size_t chunk_size, char *line,
+                             size_t line_size);
+static char control_chunk[16 << 10], control_line[4096];   /* the control thread's */
 
 int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
 {
@@ -147,14 +234,17 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
     size_t n = op->u.vmm.bytes;
     switch (op->u.vmm.action) {
     case HOSTMEM_PROBE:         /* may host memory be mapped here? */
-        return sim_vmm_only_host_leftovers(op->u.vmm.addr, n) ? 0 : -EEXIST;
+        return dev_may_map(op->u.vmm.addr, n) ? 0 : -EEXIST;
     case HOSTMEM_MAP_WINDOW:    /* window pages at another address */
         if (mmap(a, n, PROT_NONE, MAP_SHARED | MAP_FIXED, host_fd, (off_t)op->u.vmm.memfd_off) == MAP_FAILED)
             return -errno;
         return 0;
     case HOSTMEM_MAP_FILE: {
-        /* args: st_dev, st_ino (uint64 each), then the path */
-        uint64_t want[2];
+        /* args: device and inode as the host's maps shows them (uint64
+         * each), then the path.  The identity is checked on this process's
+         * own maps line once mapped: stat's st_dev differs from it on
+         * overlay file systems. */
+        uint64_t want[2], dev, ino;
         memcpy(want, op->args, sizeof(want));
         const char *path = (const char *)op->args + sizeof(want);
         int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -162,37 +252,30 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
             fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return -errno;
-        struct stat st;
         int rc = 0;
-        if (fstat(fd, &st) < 0)
+        if (mmap(a, n, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)op->u.vmm.memfd_off) == MAP_FAILED)
             rc = -errno;
-        else if ((uint64_t)st.st_dev != want[0] || (uint64_t)st.st_ino != want[1])
+        else if (!own_map_identity(op->u.vmm.addr, &dev, &ino, control_chunk, sizeof(control_chunk), control_line,
+                                   sizeof(control_line)) ||
+                 dev != want[0] || ino != want[1])
             rc = -ESTALE;       /* the path names another file now */
-        else if (mmap(a, n, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)op->u.vmm.memfd_off) == MAP_FAILED)
-            rc = -errno;
         close(fd);
+        if (rc == -ESTALE)
+            mmap(a, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         return rc;
     }
-    case HOSTMEM_ADD:
-        for (unsigned i = 0; i < DEV_MAX_RANGES; i++) {
-            struct dev_range *r = &dev_ranges[i];
-            if (!r->bytes) {
-                r->base = op->u.vmm.addr;
-                r->prot = op->u.vmm.prot;
-                r->opened = 0;
-                r->hmm = false;
-                __atomic_store_n(&r->bytes, (uint64_t)n, __ATOMIC_RELEASE);
-                if (i >= dev_used)
-                    __atomic_store_n(&dev_used, i + 1, __ATOMIC_RELEASE);
-                return 0;
-            }
-        }
-        return -ENOSPC;
+    case HOSTMEM_ADD: {
+        dev_lock_take();
+        struct dev_range *r = dev_claim(op->u.vmm.addr, n, op->u.vmm.prot, false);
+        dev_lock_drop();
+        return r ? 0 : -ENOSPC;
+    }
     case HOSTMEM_REMOVE:
         /* the host drained the device: no kernel runs */
-        for (unsigned i = 0; i < DEV_MAX_RANGES; i++) {
+        dev_lock_take();
+        for (unsigned i = 0; i < dev_used; i++) {
             struct dev_range *r = &dev_ranges[i];
-            if (r->bytes && r->base == op->u.vmm.addr) {
+            if (r->bytes && !r->hmm && r->base == op->u.vmm.addr) {
                 uint64_t lo = r->base, hi = r->base + r->bytes;
                 bool in_window = lo >= (uintptr_t)window && hi <= (uintptr_t)window + window_bytes;
                 if (in_window)
@@ -200,6 +283,7 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
                 else
                     dev_forget(lo, hi, r);
                 __atomic_store_n(&r->bytes, 0, __ATOMIC_RELEASE);
+                dev_lock_drop();
                 return 0;
             }
         }
@@ -207,6 +291,7 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
          * was mapped for it */
         if (n && !sim_hostmem_in_window(op->u.vmm.addr))
             dev_forget(op->u.vmm.addr, op->u.vmm.addr + n, NULL);
+        dev_lock_drop();
         return 0;
     default:
         return -EINVAL;
@@ -225,7 +310,8 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
 __attribute__((visibility("default"))) int simgpu_hmm_active;   /* read by kernels' atomics */
 static pid_t host_pid;
 static int hmm_lock;
-static char smaps[1 << 20];
+static char hmm_chunk[64 << 10];     /* hmm_lock */
+static char hmm_line[4096];
 
 void sim_hostmem_device_start(pid_t host)
 {
@@ -244,26 +330,6 @@ static size_t fmt_ulong(char *p, unsigned long v)
     return n;
 }
 
-static bool read_host_smaps(size_t *len)
-{
-    char path[64] = "/proc/";
-    size_t k = 6 + fmt_ulong(path + 6, (unsigned long)host_pid);
-    memcpy(path + k, "/smaps", 7);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t got = 0;
-    ssize_t r;
-    while (got < sizeof(smaps) - 1 && (r = read(fd, smaps + got, sizeof(smaps) - 1 - got)) > 0)
-        got += (size_t)r;
-    close(fd);
-    if (got >= sizeof(smaps) - 1)
-        return false;
-    smaps[got] = 0;
-    *len = got;
-    return true;
-}
-
 static bool has_flag(const char *flags, const char *end, const char *f)
 {
     for (const char *p = flags; p + 2 <= end; p++)
@@ -274,79 +340,119 @@ static bool has_flag(const char *flags, const char *end, const char *f)
 
 enum { HMM_MAPPED, HMM_NOT_FILE, HMM_UFFD, HMM_FAILED };
 
+/* The host mapping holding addr, read from /proc/PID/smaps as a stream
+ * (it may be large): its maps line and whether userfaultfd watches it. */
+struct host_vma {
+    unsigned long lo, hi, off, ino;
+    unsigned maj, min;
+    char perms[5];
+    char path[1024];
+    bool uffd;
+};
+
+/* The mapping holding addr in `file` (a maps or smaps file), read as a
+ * stream into the caller's buffers; with `flags`, also whether userfaultfd
+ * watches it (smaps' VmFlags). */
+static bool vma_of(const char *file, uintptr_t addr, bool flags, struct host_vma *v, char *chunk, size_t chunk_size,
+                   char *line, size_t line_size)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool found = false, done = false;
+    size_t ll = 0;
+    ssize_t r;
+    while (!done && (r = read(fd, chunk, chunk_size)) > 0) {
+        for (ssize_t i = 0; i < r && !done; i++) {
+            if (chunk[i] != '\n') {
+                if (ll < line_size - 1)
+                    line[ll++] = chunk[i];
+                continue;
+            }
+            line[ll] = 0;
+            ll = 0;
+            if (found) {
+                if (!strncmp(line, "VmFlags:", 8)) {
+                    char *fl = line + 8, *fe = fl + strlen(fl);
+                    while (fl < fe && *fl == ' ')
+                        fl++;
+                    while (fe > fl && fe[-1] == ' ')
+                        fe--;
+                    v->uffd = has_flag(fl, fe, "um") || has_flag(fl, fe, "uw") || has_flag(fl, fe, "ui");
+                    done = true;
+                }
+                continue;
+            }
+            int path_at = 0;
+            if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &v->lo, &v->hi, v->perms, &v->off, &v->maj, &v->min,
+                       &v->ino, &path_at) >= 7 && addr >= v->lo && addr < v->hi) {
+                found = true;
+                done = !flags;
+                v->uffd = false;
+                snprintf(v->path, sizeof(v->path), "%s", path_at ? line + path_at : "");
+            }
+        }
+    }
+    close(fd);
+    return found;
+}
+
+static bool host_vma_of(uintptr_t addr, struct host_vma *v)
+{
+    char path[64] = "/proc/";
+    size_t k = 6 + fmt_ulong(path + 6, (unsigned long)host_pid);
+    memcpy(path + k, "/smaps", 7);
+    return vma_of(path, addr, true, v, hmm_chunk, sizeof(hmm_chunk), hmm_line, sizeof(hmm_line));
+}
+
+/* The device and inode this process's maps gives for the mapping at a
+ * (the representation the host's maps line uses too). */
+static bool own_map_identity(uint64_t a, uint64_t *dev, uint64_t *ino, char *chunk, size_t chunk_size, char *line,
+                             size_t line_size)
+{
+    struct host_vma v;
+    if (!vma_of("/proc/self/maps", a, false, &v, chunk, chunk_size, line, line_size))
+        return false;
+    *dev = makedev(v.maj, v.min);
+    *ino = v.ino;
+    return true;
+}
+
 /* Map the host mapping holding addr; one of HMM_*. */
 static int hmm_discover(uintptr_t addr)
 {
-    size_t len;
-    if (!read_host_smaps(&len))
+    static struct host_vma v;     /* hmm_lock */
+    if (!host_vma_of(addr, &v))
+        return HMM_NOT_FILE;
+    if (v.uffd)
+        return HMM_UFFD;
+    const char *path = v.path;
+    bool dev_node = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
+    if (v.perms[3] != 's' || v.perms[0] != 'r' || v.ino == 0 || path[0] != '/' || strstr(path, " (deleted)") ||
+        !strncmp(path, "/memfd:", 7) || !strncmp(path, "/SYSV", 5) || dev_node)
+        return HMM_NOT_FILE;
+    if (!sim_vmm_only_host_leftovers(v.lo, v.hi - v.lo))
         return HMM_FAILED;
-    char *l = smaps, *end = smaps + len;
-    while (l < end) {
-        char *nl = memchr(l, '\n', (size_t)(end - l));
-        if (!nl)
-            nl = end;
-        *nl = 0;
-        unsigned long lo, hi, off, ino;
-        unsigned maj, min;
-        char perms[5];
-        int path_at = 0;
-        if (sscanf(l, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj, &min, &ino, &path_at) >= 7 &&
-            addr >= lo && addr < hi) {
-            const char *path = path_at ? l + path_at : "";
-            /* this mapping's VmFlags line */
-            char *f = nl + 1, *fl = NULL, *fe = NULL;
-            while (f < end) {
-                char *e = memchr(f, '\n', (size_t)(end - f));
-                if (!e)
-                    e = end;
-                if (!strncmp(f, "VmFlags:", 8)) {
-                    fl = f + 8;
-                    fe = e;
-                    break;
-                }
-                f = e + 1;
-            }
-            while (fl && fl < fe && *fl == ' ')
-                fl++;
-            while (fe && fe > fl && fe[-1] == ' ')
-                fe--;
-            if (fl && (has_flag(fl, fe, "um") || has_flag(fl, fe, "uw") || has_flag(fl, fe, "ui")))
-                return HMM_UFFD;
-            bool dev_node = !strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9);
-            if (perms[3] != 's' || perms[0] != 'r' || ino == 0 || path[0] != '/' || strstr(path, " (deleted)") ||
-                !strncmp(path, "/memfd:", 7) || !strncmp(path, "/SYSV", 5) || dev_node)
-                return HMM_NOT_FILE;
-            if (!sim_vmm_only_host_leftovers(lo, hi - lo))
-                return HMM_FAILED;
-            int fd = open(path, (perms[1] == 'w' ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-            if (fd < 0)
-                return HMM_FAILED;
-            struct stat st;
-            bool same = fstat(fd, &st) == 0 && st.st_dev == makedev(maj, min) && st.st_ino == ino;
-            void *m = same ? mmap((void *)lo, hi - lo, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)off) : MAP_FAILED;
-            close(fd);
-            if (m == MAP_FAILED)
-                return HMM_FAILED;
-            for (unsigned i = 0; i < DEV_MAX_RANGES; i++) {
-                struct dev_range *r = &dev_ranges[i];
-                if (!r->bytes) {
-                    r->base = lo;
-                    r->prot = perms[1] == 'w' ? PROT_READ | PROT_WRITE : PROT_READ;
-                    r->opened = 0;
-                    r->hmm = true;
-                    __atomic_store_n(&r->bytes, (uint64_t)(hi - lo), __ATOMIC_RELEASE);
-                    if (i >= dev_used)
-                        __atomic_store_n(&dev_used, i + 1, __ATOMIC_RELEASE);
-                    __atomic_store_n(&simgpu_hmm_active, 1, __ATOMIC_RELEASE);
-                    return HMM_MAPPED;
-                }
-            }
-            dev_forget(lo, hi, NULL);
-            return HMM_FAILED;
-        }
-        l = nl + 1;
-    }
-    return HMM_NOT_FILE;
+    int fd = open(path, (v.perms[1] == 'w' ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return HMM_FAILED;
+    void *m = mmap((void *)v.lo, v.hi - v.lo, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, (off_t)v.off);
+    close(fd);
+    if (m == MAP_FAILED)
+        return HMM_FAILED;
+    uint64_t dev, ino;
+    bool same = own_map_identity(v.lo, &dev, &ino, hmm_chunk, sizeof(hmm_chunk), hmm_line, sizeof(hmm_line)) &&
+                dev == makedev(v.maj, v.min) && ino == v.ino;
+    dev_lock_take();
+    struct dev_range *r =
+        same ? dev_claim(v.lo, v.hi - v.lo, v.perms[1] == 'w' ? PROT_READ | PROT_WRITE : PROT_READ, true) : NULL;
+    if (!r)
+        dev_forget(v.lo, v.hi, NULL);
+    dev_lock_drop();
+    if (!r)
+        return HMM_FAILED;
+    __atomic_store_n(&simgpu_hmm_active, 1, __ATOMIC_RELEASE);
+    return HMM_MAPPED;
 }
 
 static void say_once(int *said, const char *what, uintptr_t addr)
@@ -404,6 +510,7 @@ bool sim_hostmem_device_fault(struct sim_device *d, uintptr_t addr, bool write)
 /* No kernel runs any more: close what kernels opened. */
 void sim_hostmem_device_quiesce(void)
 {
+    dev_lock_take();
     for (unsigned i = 0; i < dev_used; i++) {
         struct dev_range *r = &dev_ranges[i];
         if (r->bytes && r->hmm) {
@@ -416,6 +523,7 @@ void sim_hostmem_device_quiesce(void)
             mprotect((void *)(uintptr_t)r->base, r->bytes, PROT_NONE);
         }
     }
+    dev_lock_drop();
 }
 
 /* ---- host side ---- */
@@ -447,13 +555,11 @@ static void undo_add(uint64_t base, uint64_t bytes)
     each_device(HOSTMEM_REMOVE, base, bytes, 0, 0, NULL, 0);
 }
 
-int sim_hostmem_alloc(size_t bytes, void **out)
+static int alloc_locked(size_t bytes, void **out)
 {
     size_t len = (bytes + pg - 1) & ~(pg - 1);
     uint64_t off;
-    pthread_mutex_lock(&host_lock);
     int rc = sim_alloc_get(&space, len, &off);
-    pthread_mutex_unlock(&host_lock);
     if (rc)
         return -ENOMEM;
     unsigned char *p = window + off;
@@ -469,22 +575,18 @@ int sim_hostmem_alloc(size_t bytes, void **out)
     *out = p;
     return 0;
 fail:
-    pthread_mutex_lock(&host_lock);
     sim_alloc_put(&space, off);
-    pthread_mutex_unlock(&host_lock);
     return rc;
 }
 
-void sim_hostmem_free(void *p, size_t bytes)
+static void free_locked(void *p, size_t bytes)
 {
     size_t len = (bytes + pg - 1) & ~(pg - 1);
     undo_add((uintptr_t)p, 0);
     uint64_t off = (uint64_t)((unsigned char *)p - window);
     mmap(p, len, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, host_fd, (off_t)off);   /* drop the pages */
     fallocate(host_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-    pthread_mutex_lock(&host_lock);
     sim_alloc_put(&space, off);
-    pthread_mutex_unlock(&host_lock);
 }
 
 bool sim_hostmem_in_window(uint64_t p)
@@ -500,11 +602,8 @@ struct vma {
     char path[512];
 };
 
-static bool is_window_vma(const struct vma *m);
-
-/* The mappings meeting [lo, hi) (only the host window's with
- * `window_only`), in order; -ENOMEM past `cap`. */
-static int read_vmas_of(uint64_t lo, uint64_t hi, struct vma *v, size_t cap, size_t *n, bool window_only)
+/* The mappings meeting [lo, hi), in order; -ENOMEM past `cap`. */
+static int read_vmas(uint64_t lo, uint64_t hi, struct vma *v, size_t cap, size_t *n)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
@@ -524,8 +623,6 @@ static int read_vmas_of(uint64_t lo, uint64_t hi, struct vma *v, size_t cap, siz
             snprintf(m.path, sizeof(m.path), "%s", line + path_at);
             m.path[strcspn(m.path, "\n")] = 0;
         }
-        if (window_only && !is_window_vma(&m))
-            continue;
         if (*n == cap) {
             rc = -ENOMEM;
             break;
@@ -534,11 +631,6 @@ static int read_vmas_of(uint64_t lo, uint64_t hi, struct vma *v, size_t cap, siz
     }
     fclose(f);
     return rc;
-}
-
-static int read_vmas(uint64_t lo, uint64_t hi, struct vma *v, size_t cap, size_t *n)
-{
-    return read_vmas_of(lo, hi, v, cap, n, false);
 }
 
 static int prot_of(const char *perms)
@@ -574,9 +666,7 @@ static int move_to_window(uint64_t lo, uint64_t hi, int prot)
 {
     size_t len = hi - lo;
     uint64_t off;
-    pthread_mutex_lock(&host_lock);
     int rc = sim_alloc_get(&space, len, &off);
-    pthread_mutex_unlock(&host_lock);
     if (rc)
         return -ENOMEM;
     unsigned char *w = window + off;
@@ -596,9 +686,7 @@ static int move_to_window(uint64_t lo, uint64_t hi, int prot)
         refs[off / pg + i] = (uint16_t)(prot << REF_PROT_SHIFT);
     return 0;
 fail:
-    pthread_mutex_lock(&host_lock);
     sim_alloc_put(&space, off);
-    pthread_mutex_unlock(&host_lock);
     return rc;
 }
 
@@ -623,17 +711,22 @@ static void move_back(uint64_t lo, uint64_t hi, uint64_t off)
         return;
     }
     fallocate(host_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-    /* the allocation is freed when none of its pages is in use */
-    pthread_mutex_lock(&host_lock);
-    const struct sim_extent *e = sim_alloc_find(&space, off, len);
-    if (e) {
+    /* an allocation is freed when none of its pages is in use (the run
+     * may span several: the kernel merges adjacent window mappings) */
+    for (uint64_t o = off; o < off + len;) {
+        const struct sim_extent *e = sim_alloc_find(&space, o, 1);
+        if (!e) {
+            o += pg;
+            continue;
+        }
+        uint64_t e_off = e->off, e_end = e->off + e->size;
         bool used = false;
-        for (uint64_t p = e->off / pg; p < (e->off + e->size) / pg && !used; p++)
-            used = (refs[p] & REFS_MASK) != 0;
+        for (uint64_t q = e_off / pg; q < e_end / pg && !used; q++)
+            used = (refs[q] & REFS_MASK) != 0;
         if (!used)
-            sim_alloc_put(&space, e->off);
+            sim_alloc_put(&space, e_off);
+        o = e_end;
     }
-    pthread_mutex_unlock(&host_lock);
 }
 
 static void log_refusal(const char *what, const void *p, size_t bytes, const struct vma *m)
@@ -644,9 +737,11 @@ static void log_refusal(const char *what, const void *p, size_t bytes, const str
 
 #define MAX_VMAS 64
 
+static void unregister_locked(void *p, size_t bytes);
+
 /* Make [p, p+bytes) reachable by kernels with `flags`
  * (CU_MEMHOSTREGISTER_*).  Returns a CUresult. */
-CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reachable)
+static CUresult register_locked(void *p, size_t bytes, unsigned flags, bool *reachable)
 {
     *reachable = false;
     uint64_t lo = (uintptr_t)p & ~(uint64_t)(pg - 1), hi = ((uintptr_t)p + bytes + pg - 1) & ~(uint64_t)(pg - 1);
@@ -693,7 +788,6 @@ CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reach
     }
     if (probe)
         return probe == -EPIPE ? CUDA_ERROR_LAUNCH_FAILED : CUDA_ERROR_NOT_SUPPORTED;
-    pthread_mutex_lock(&host_lock);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         struct vma *m = &v[i];
@@ -708,9 +802,7 @@ CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reach
             continue;
         }
         if (!is_window_vma(m)) {
-            pthread_mutex_unlock(&host_lock);
             rc = move_to_window(a, b, prot_of(m->perms));
-            pthread_mutex_lock(&host_lock);
             if (rc)
                 break;
             /* where it went: read the mapping again */
@@ -729,12 +821,11 @@ CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reach
         if (m->lo < (uintptr_t)window || m->lo >= (uintptr_t)window + window_bytes)
             rc = each_device(HOSTMEM_MAP_WINDOW, a, b - a, off, 0, NULL, 0);
     }
-    pthread_mutex_unlock(&host_lock);
     if (!rc)
         rc = each_device(HOSTMEM_ADD, lo, hi - lo, 0, read_only ? PROT_READ : PROT_READ | PROT_WRITE, NULL, 0);
     if (rc) {
         sim_log("cuMemHostRegister(%p, %zu): the device cannot map the range (%s)", p, bytes, strerror(-rc));
-        sim_hostmem_unregister(p, bytes);
+        unregister_locked(p, bytes);
         return rc == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_SUPPORTED;
     }
     *reachable = true;
@@ -743,7 +834,7 @@ CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reach
 
 /* Undo sim_hostmem_register (also of a partly done one).  The caller has
  * drained the devices. */
-void sim_hostmem_unregister(void *p, size_t bytes)
+static void unregister_locked(void *p, size_t bytes)
 {
     uint64_t lo = (uintptr_t)p & ~(uint64_t)(pg - 1), hi = ((uintptr_t)p + bytes + pg - 1) & ~(uint64_t)(pg - 1);
     undo_add(lo, hi - lo);
@@ -751,7 +842,6 @@ void sim_hostmem_unregister(void *p, size_t bytes)
     size_t n;
     if (read_vmas(lo, hi, v, MAX_VMAS, &n))
         return;
-    pthread_mutex_lock(&host_lock);
     for (size_t i = 0; i < n; i++) {
         const struct vma *m = &v[i];
         if (!is_window_vma(m) || (m->lo >= (uintptr_t)window && m->lo < (uintptr_t)window + window_bytes))
@@ -768,38 +858,91 @@ void sim_hostmem_unregister(void *p, size_t bytes)
             if (free_page)
                 continue;
             if (q > run) {
-                pthread_mutex_unlock(&host_lock);
                 move_back(a + run * pg, a + q * pg, off + run * pg);
-                pthread_mutex_lock(&host_lock);
             }
             run = q + 1;
         }
     }
+}
+
+/* The host side's public calls run one at a time (host_lock): a
+ * registration reads the process's mappings, moves pages and tells the
+ * devices, and another registration of a neighbouring range must see the
+ * result.  The devices' part runs on their control threads, never behind a
+ * kernel, so holding the lock across it cannot wait for the program. */
+int sim_hostmem_alloc(size_t bytes, void **out)
+{
+    pthread_mutex_lock(&host_lock);
+    int rc = alloc_locked(bytes, out);
+    pthread_mutex_unlock(&host_lock);
+    return rc;
+}
+
+void sim_hostmem_free(void *p, size_t bytes)
+{
+    pthread_mutex_lock(&host_lock);
+    free_locked(p, bytes);
+    pthread_mutex_unlock(&host_lock);
+}
+
+CUresult sim_hostmem_register(void *p, size_t bytes, unsigned flags, bool *reachable)
+{
+    pthread_mutex_lock(&host_lock);
+    CUresult r = register_locked(p, bytes, flags, reachable);
+    pthread_mutex_unlock(&host_lock);
+    return r;
+}
+
+void sim_hostmem_unregister(void *p, size_t bytes)
+{
+    pthread_mutex_lock(&host_lock);
+    unregister_locked(p, bytes);
     pthread_mutex_unlock(&host_lock);
 }
 
 /* In a child forked from the host: window pages are shared with the
- * parent; give the child private copies, as it has of ordinary memory. */
+ * parent; give the child private copies, as it has of ordinary memory
+ * (copied now, not on write: fork pays for the pinned and registered memory
+ * it finds).  The child has one thread: static buffers, the maps read as a
+ * stream while the mappings change behind the read position. */
 static void child_after_fork(void)
 {
-    struct vma v[256];
-    size_t n = 0;
+    static char chunk[16 << 10], line[1024];
     if (host_fd < 0)
         return;
-    read_vmas_of(0, UINT64_MAX, v, 256, &n, true);
-    for (size_t i = 0; i < n; i++) {
-        const struct vma *m = &v[i];
-        if (!is_window_vma(m) || m->perms[0] == '-')
-            continue;
-        size_t len = m->hi - m->lo;
-        void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (tmp == MAP_FAILED)
-            continue;
-        memcpy(tmp, (const void *)(uintptr_t)m->lo, len);
-        mprotect(tmp, len, prot_of(m->perms));
-        if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)m->lo) == MAP_FAILED)
-            munmap(tmp, len);
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t ll = 0;
+    ssize_t r;
+    while ((r = read(fd, chunk, sizeof(chunk))) > 0) {
+        for (ssize_t i = 0; i < r; i++) {
+            if (chunk[i] != '\n') {
+                if (ll < sizeof(line) - 1)
+                    line[ll++] = chunk[i];
+                continue;
+            }
+            line[ll] = 0;
+            ll = 0;
+            struct vma m = { 0 };
+            int path_at = 0;
+            if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &m.lo, &m.hi, m.perms, &m.off, &m.dev_major,
+                       &m.dev_minor, &m.ino, &path_at) < 7 || !path_at)
+                continue;
+            snprintf(m.path, sizeof(m.path), "%s", line + path_at);
+            if (!is_window_vma(&m) || m.perms[0] == '-')
+                continue;       /* the window's unused part holds nothing */
+            size_t len = m.hi - m.lo;
+            void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (tmp == MAP_FAILED)
+                continue;
+            memcpy(tmp, (const void *)(uintptr_t)m.lo, len);
+            mprotect(tmp, len, prot_of(m.perms));
+            if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)m.lo) == MAP_FAILED)
+                munmap(tmp, len);
+        }
     }
+    close(fd);
 }
 
 void sim_hostmem_atfork(void)

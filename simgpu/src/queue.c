@@ -206,6 +206,19 @@ static int gate_acquire(struct sim_device *d, uint32_t *gate)
     }
 }
 
+/* The bytes move when the transfer's turn on the link starts; the copy is
+ * done when it ends. */
+static void bus_copy(struct sim_device *d, void *dst, const void *src, size_t n, enum simgpu_bus_dir dir,
+                     enum sim_copy_charge charge)
+{
+    struct sim_bus_slot t = { 0, 0 };
+    if (charge != SIM_CHARGE_NONE)
+        t = sim_bus_reserve(d, dir, SIMGPU_BUS_COPY, n, charge == SIM_CHARGE_PAGEABLE);
+    sim_bus_wait_until(t.start_ns);
+    memcpy(dst, src, n);
+    sim_bus_wait_until(t.end_ns);
+}
+
 /*
  * A copy between host memory and device memory is done by the host through
  * its private view (the shadow mapping), in stream order: a HOST_GATE op
@@ -217,7 +230,7 @@ static int gate_acquire(struct sim_device *d, uint32_t *gate)
  * real CUDA: the call returns once the copy is done.
  */
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
-                        enum simgpu_bus_dir dir, bool pinned)
+                        enum simgpu_bus_dir dir, enum sim_copy_charge charge)
 {
     uint32_t gate;
     int rc = gate_acquire(d, &gate);
@@ -239,12 +252,8 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
             return rc;
     sim_unlock(d);
     int poisoned = d->sh->sticky_error;
-    if (!poisoned) {
-        struct sim_bus_slot t = sim_bus_reserve(d, dir, SIMGPU_BUS_COPY, n, !pinned);
-        sim_bus_wait_until(t.start_ns);
-        memcpy(dst, src, n);
-        sim_bus_wait_until(t.end_ns);
-    }
+    if (!poisoned)
+        bus_copy(d, dst, src, n, dir, charge);
     if ((rc = sim_lock(d)))
         return rc;
     d->sh->gates[gate] = GATE_RELEASED;
@@ -309,10 +318,7 @@ static void *copy_engine(void *arg)
         if (job.fn && !poisoned) {
             job.fn(job.data);
         } else if (!poisoned) {
-            struct sim_bus_slot t = sim_bus_reserve(d, job.dir, SIMGPU_BUS_COPY, job.n, false);
-            sim_bus_wait_until(t.start_ns);
-            memcpy(job.dst, job.src, job.n);
-            sim_bus_wait_until(t.end_ns);
+            bus_copy(d, job.dst, job.src, job.n, job.dir, job.charge);
         }
         if (sim_lock(d))
             return NULL;
@@ -375,9 +381,9 @@ static int gated_job(struct sim_device *d, uint32_t slot, struct sim_copy_job jo
  * buffers alive and unchanged until the stream passes the copy, as with
  * real CUDA. */
 int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
-                        enum simgpu_bus_dir dir)
+                        enum simgpu_bus_dir dir, enum sim_copy_charge charge)
 {
-    return gated_job(d, slot, (struct sim_copy_job){ .dst = dst, .src = src, .n = n, .dir = dir });
+    return gated_job(d, slot, (struct sim_copy_job){ .dst = dst, .src = src, .n = n, .dir = dir, .charge = charge });
 }
 
 /* A host function: run by the device's callback thread (not the copy

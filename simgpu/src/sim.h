@@ -3,7 +3,7 @@
  *
  * Layout of one simulated device (see simgpu/README.md for the picture):
  *   - a memfd holding device memory [0, mem_bytes) and the managed area
- *     [mem_bytes, 2*mem_bytes);
+ *     [mem_bytes, mem_bytes + managed_bytes) (managed_bytes: host RAM);
  *   - the device window: that memfd mapped MAP_SHARED at one address in the
  *     host *before* the device process is forked, so both processes have it
  *     at the same virtual address.  The host keeps the device part PROT_NONE
@@ -140,6 +140,11 @@ int sim_alloc_put(struct sim_alloc *a, uint64_t off);
 const struct sim_extent *sim_alloc_find(const struct sim_alloc *a, uint64_t off, uint64_t len);
 void sim_alloc_destroy(struct sim_alloc *a);
 
+/* How a host copy crosses the bus: at the pinned or the pageable rate, or
+ * not at all (managed memory on either side: the migrations its faults
+ * cause are what crosses). */
+enum sim_copy_charge { SIM_CHARGE_PINNED, SIM_CHARGE_PAGEABLE, SIM_CHARGE_NONE };
+
 /* ---- one simulated device, host side ---- */
 struct sim_context {
     uint32_t magic;             /* SIM_CTX_MAGIC */
@@ -173,6 +178,7 @@ struct sim_device {
         CUhostFn fn;            /* a host function (cuLaunchHostFunc) instead of a copy */
         void *data;
         enum simgpu_bus_dir dir;    /* of a copy: which engine moves it */
+        enum sim_copy_charge charge;
         bool pending;
     } copy_jobs[SIM_MAX_GATES];
     /* queue.c's host threads, [SIMGPU_BUS_HTOD], [SIMGPU_BUS_DTOH] copy
@@ -236,14 +242,14 @@ void sim_slot_free_event(struct sim_device *d, uint32_t slot);
  * 0 or -errno (the device's answer, or the channel's error). */
 int sim_control_op(struct sim_device *d, struct sim_op *op);
 /* Host copy in stream order: gate the stream, copy, release; charged on
- * the link of `dir` (at the pageable rate unless `pinned`). */
+ * the link of `dir` as `charge` says. */
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
-                        enum simgpu_bus_dir dir, bool pinned);
+                        enum simgpu_bus_dir dir, enum sim_copy_charge charge);
 /* The same for pinned memory, but returns once the copy is queued: the
  * device's host copy engine of that direction copies when the stream
  * reaches the gate. */
 int sim_async_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
-                        enum simgpu_bus_dir dir);
+                        enum simgpu_bus_dir dir, enum sim_copy_charge charge);
 
 /* pinned.c: page-locked host memory (cuMemAllocHost/HostAlloc/HostRegister). */
 struct sim_pinned {

@@ -25,8 +25,8 @@
  * invalidates the other copy (REVOKE) and takes the block exclusively.
  *
  * Everything a fault handler calls is async-signal-safe: atomics, futex,
- * mprotect, nanosleep, sched_yield.  Not modelled: preferred location,
- * accessed-by, access counters.
+ * mprotect, clock_gettime, sched_yield.  Not modelled: access counters,
+ * migrations larger than a block on dense faults.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -87,7 +87,8 @@ static void futex_wake_all(uint32_t *w)
 
 int sim_uvm_create(struct sim_device *d)
 {
-    uint64_t nblocks = d->managed_bytes / SIM_UVM_BLOCK, nchunks = d->managed_bytes / SIM_UVM_CHUNK;
+    uint64_t nblocks = d->managed_bytes / SIM_UVM_BLOCK;
+    uint64_t nchunks = (d->managed_bytes + SIM_UVM_CHUNK - 1) / SIM_UVM_CHUNK;
     size_t head = (sizeof(struct sim_uvm) + 3 * nblocks + 7) & ~(size_t)7;
     size_t bytes = head + nchunks * (sizeof(uint64_t) + sizeof(uint16_t));
     struct sim_uvm *u = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -114,6 +115,7 @@ uint64_t sim_uvm_device_resident(const struct sim_device *d)
 
 /* Which side of the process running this code. */
 static int my_side;
+static size_t page_size = 4096;   /* the device's, set at its start */
 
 static unsigned char *block_addr(struct sim_device *d, uint64_t b)
 {
@@ -266,7 +268,7 @@ static int evict_lock;
 
 static bool chunk_prefers_device(const struct sim_uvm *u, uint64_t c)
 {
-    for (uint64_t k = c * BLOCKS_PER_CHUNK; k < (c + 1) * BLOCKS_PER_CHUNK; k++)
+    for (uint64_t k = c * BLOCKS_PER_CHUNK; k < (c + 1) * BLOCKS_PER_CHUNK && k < u->nblocks; k++)
         if (__atomic_load_n(&u->advice[k], __ATOMIC_RELAXED) & SIM_ADVISE_PREFER_DEVICE)
             return true;
     return false;
@@ -283,7 +285,8 @@ static void make_room(struct sim_device *d, uint64_t b)
         return;
     while (__atomic_exchange_n(&evict_lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
-    uint64_t nchunks = u->nblocks / BLOCKS_PER_CHUNK, keep = b / BLOCKS_PER_CHUNK;
+    uint64_t nchunks = (u->nblocks + BLOCKS_PER_CHUNK - 1) / BLOCKS_PER_CHUNK, keep = b / BLOCKS_PER_CHUNK;
+    uint64_t evicted_end = 0;
     for (uint64_t tries = 0; tries < nchunks && __atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED) >= cap; tries++) {
         /* the least recently used chunk, one preferred on the device only
          * when there is nothing else */
@@ -302,15 +305,16 @@ static void make_room(struct sim_device *d, uint64_t b)
         if (victim == UINT64_MAX)
             break;      /* only b's own chunk is here: let the device run over */
         uint64_t moved = 0;
-        for (uint64_t k = victim * BLOCKS_PER_CHUNK; k < (victim + 1) * BLOCKS_PER_CHUNK; k++)
+        for (uint64_t k = victim * BLOCKS_PER_CHUNK; k < (victim + 1) * BLOCKS_PER_CHUNK && k < u->nblocks; k++)
             if (__atomic_load_n(&u->on_device[k], __ATOMIC_RELAXED) && give_to_host(d, k))
                 moved += SIM_UVM_BLOCK;
         __atomic_fetch_add(&d->sh->stats.uvm_evictions, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&d->sh->stats.uvm_evicted_bytes, moved, __ATOMIC_RELAXED);
         if (moved)
-            sim_bus_transfer(d, SIMGPU_BUS_DTOH, SIMGPU_BUS_EVICTION, moved);
+            evicted_end = sim_bus_reserve(d, SIMGPU_BUS_DTOH, SIMGPU_BUS_EVICTION, moved, false).end_ns;
     }
     __atomic_store_n(&evict_lock, 0, __ATOMIC_RELEASE);
+    sim_bus_wait_until(evicted_end);    /* the room exists once the bytes left */
 }
 
 /* The direction of a migration to this side. */
@@ -539,6 +543,7 @@ int sim_uvm_start_host(void)
 void sim_uvm_start_device(struct sim_device *d)
 {
     my_side = SIDE_DEVICE;
+    page_size = (size_t)sysconf(_SC_PAGESIZE);
     mprotect(d->window + d->mem_bytes, d->managed_bytes, PROT_NONE);
     if (sim_spawn_device_thread(sim.env.workers, service_thread, d) != 0)
         _exit(5);
@@ -558,19 +563,17 @@ static bool remote_access(struct sim_device *d, uint64_t b, uintptr_t addr, bool
 {
     if (__atomic_load_n(&d->uvm->state[b], __ATOMIC_ACQUIRE) != SIDE_HOST)
         return false;
-    uintptr_t page = addr & ~(uintptr_t)4095;
+    uintptr_t pg = page_size, page = addr & ~(pg - 1);
     while (__atomic_exchange_n(&remote_lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
-    bool ok = nremote < REMOTE_MAX;
-    if (ok) {
+    bool ok = nremote < REMOTE_MAX && mprotect((void *)page, pg, write ? PROT_READ | PROT_WRITE : PROT_READ) == 0;
+    if (ok)
         remote_pages[nremote++] = page;
-        mprotect((void *)page, 4096, write ? PROT_READ | PROT_WRITE : PROT_READ);
-    }
     __atomic_store_n(&remote_lock, 0, __ATOMIC_RELEASE);
     if (!ok)
         return false;   /* too many open: migrate instead */
-    sim_bus_wait_until(sim_bus_reserve_access(d, write ? SIMGPU_BUS_DTOH : SIMGPU_BUS_HTOD, 4096).end_ns);
-    __atomic_fetch_add(&d->sh->stats.uvm_remote_bytes, 4096, __ATOMIC_RELAXED);
+    sim_bus_wait_until(sim_bus_reserve_access(d, write ? SIMGPU_BUS_DTOH : SIMGPU_BUS_HTOD, pg).end_ns);
+    __atomic_fetch_add(&d->sh->stats.uvm_remote_bytes, pg, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -582,7 +585,7 @@ void sim_uvm_device_quiesce(struct sim_device *d)
     for (unsigned i = 0; i < nremote; i++) {
         uint64_t b = (remote_pages[i] - base) / SIM_UVM_BLOCK;
         if (__atomic_load_n(&d->uvm->state[b], __ATOMIC_ACQUIRE) == SIDE_HOST)
-            mprotect((void *)remote_pages[i], 4096, PROT_NONE);
+            mprotect((void *)remote_pages[i], page_size, PROT_NONE);
     }
     nremote = 0;
     __atomic_store_n(&remote_lock, 0, __ATOMIC_RELEASE);
@@ -636,6 +639,8 @@ void sim_uvm_prefetch(struct sim_device *d, uint64_t addr, uint64_t bytes, unsig
             acquire(d, b, false, true, &moved);
             continue;
         }
+        if (discard)
+            __atomic_store_n(&d->uvm->advice[b], 0, __ATOMIC_RELAXED);  /* freed: no advice */
         if (give_to_host(d, b) && !discard) {
             __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
             moved += SIM_UVM_BLOCK;

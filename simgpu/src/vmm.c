@@ -17,6 +17,7 @@
  * non-blocking stream, so no other stream's work delays them.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -171,10 +172,18 @@ static bool leftover_or_outside(unsigned long lo, unsigned long hi, bool shared_
     return leftover || lo >= range[0] + range[1] || hi <= range[0];
 }
 
+/* maps_buf is shared by the control thread and the HMM fault path (a
+ * signal handler on a worker, which never holds this otherwise). */
+static int maps_lock;
+
 bool sim_vmm_only_host_leftovers(uint64_t a, uint64_t n)
 {
     uint64_t range[2] = { a, n };
-    return read_maps() && each_mapping(leftover_or_outside, range);
+    while (__atomic_exchange_n(&maps_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    bool ok = read_maps() && each_mapping(leftover_or_outside, range);
+    __atomic_store_n(&maps_lock, 0, __ATOMIC_RELEASE);
+    return ok;
 }
 
 static bool close_shared_file(unsigned long lo, unsigned long hi, bool shared_file, bool leftover, void *arg)

@@ -210,6 +210,44 @@ static void test_registered_anonymous_memory_is_reachable(void **)
     munmap(a, n * sizeof(int));
 }
 
+/* Two registrations that share a page: both reachable, and unregistering
+ * one leaves the other working (the shared page stays shared). */
+static void test_registrations_sharing_a_page(void **)
+{
+    unsigned char *base = (unsigned char *)mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                                -1, 0);
+    assert_true(base != MAP_FAILED);
+    int *a = (int *)base, *b = (int *)(base + 6000);
+    const int na = 6000 / 4, nb = 6000 / 4;
+    for (int i = 0; i < na; i++)
+        a[i] = i;
+    for (int i = 0; i < nb; i++)
+        b[i] = 10000 + i;
+    CU_OK(cuMemHostRegister(a, na * sizeof(int), 0));
+    CU_OK(cuMemHostRegister(b, nb * sizeof(int), 0));
+    launch_add_one(a, na);
+    launch_add_one(b, nb);
+    CU_OK(cuCtxSynchronize());
+    for (int i = 0; i < na; i++)
+        assert_int_equal(a[i], i + 1);
+    for (int i = 0; i < nb; i++)
+        assert_int_equal(b[i], 10000 + i + 1);
+    CU_OK(cuMemHostUnregister(a));
+    b[0] = -1;          /* on the shared page: the kernel must see it */
+    launch_add_one(b, nb);
+    CU_OK(cuCtxSynchronize());
+    assert_int_equal(b[0], 0);
+    for (int i = 1; i < nb; i++)
+        assert_int_equal(b[i], 10000 + i + 2);
+    assert_int_equal(a[na - 1], na);
+    CU_OK(cuMemHostUnregister(b));
+    for (int i = 1; i < nb; i++)
+        assert_int_equal(b[i], 10000 + i + 2);
+    a[0] = 77;
+    assert_int_equal(a[0], 77);
+    munmap(base, 3 * PAGE);
+}
+
 static std::string scratch_file(const char *dir, const char *name, size_t bytes)
 {
     std::string path = std::string(dir) + "/" + name + "." + std::to_string(getpid());
@@ -365,6 +403,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_a_running_kernel_sees_the_cpu_store),
         cmocka_unit_test(test_host_memory_calls_do_not_wait_for_busy_kernels),
         cmocka_unit_test(test_registered_anonymous_memory_is_reachable),
+        cmocka_unit_test(test_registrations_sharing_a_page),
         cmocka_unit_test(test_registered_file_mapping_shows_the_page_cache),
         cmocka_unit_test(test_writable_registration_of_a_tmpfs_file),
         cmocka_unit_test(test_a_forked_child_gets_its_own_copy),
