@@ -42,6 +42,47 @@ struct dstream {
     bool running;
 };
 
+/* Queue nodes come from slabs of the VMM arena's device-only tail (thread
+ * stack slots nobody uses), never from malloc: a device process that
+ * allocated after its start would put memory of its own where the host
+ * may later register memory for kernels to reach (hostmem.c), or be handed
+ * host pages mapped over its heap.  Guarded by SH->lock. */
+#define QNODE_SLAB_FIRST 200u           /* stack slots [200, 300) */
+#define QNODE_SLABS 100u
+static struct qnode *qnode_free_list;
+static unsigned char *qnode_slab, *qnode_slab_end;
+static unsigned qnode_slabs_used;
+
+static struct qnode *qnode_alloc(void)
+{
+    struct qnode *n = qnode_free_list;
+    if (n) {
+        qnode_free_list = n->next;
+        return n;
+    }
+    size_t size = (sizeof(struct qnode) + 63) & ~(size_t)63;
+    if (!qnode_slab || qnode_slab + size > qnode_slab_end) {
+        size_t bytes;
+        if (qnode_slabs_used == QNODE_SLABS)
+            return NULL;
+        unsigned char *s = sim_vmm_device_stack(QNODE_SLAB_FIRST + qnode_slabs_used, &bytes);
+        if (!s)
+            return NULL;
+        qnode_slabs_used++;
+        qnode_slab = s;
+        qnode_slab_end = s + bytes;
+    }
+    n = (struct qnode *)qnode_slab;
+    qnode_slab += size;
+    return n;
+}
+
+static void qnode_put(struct qnode *n)
+{
+    n->next = qnode_free_list;
+    qnode_free_list = n;
+}
+
 static struct sim_device *D;
 static struct sim_shared *SH;
 static struct dstream dq[SIM_MAX_STREAMS];
@@ -74,7 +115,7 @@ static void ingest(void)
     bool any = false;
     while (SH->ring_head < SH->ring_tail) {
         const struct sim_op *src = &SH->ring[SH->ring_head % SIM_RING_SLOTS];
-        struct qnode *n = malloc(sizeof(*n));
+        struct qnode *n = qnode_alloc();
         if (!n)
             break;      /* retried on the next pass */
         size_t len = offsetof(struct sim_op, args);
@@ -259,7 +300,7 @@ static void complete(struct qnode *n)
         q->tail = NULL;
     q->running = false;
     SH->streams[n->op.stream].completed_seq = n->op.seq;
-    free(n);
+    qnode_put(n);
     pthread_cond_broadcast(&SH->host_cv);
     pthread_cond_broadcast(&SH->dev_cv);
 }
@@ -478,6 +519,7 @@ void sim_device_main(struct sim_device *d)
     alarm(10);
     close_inherited_files();
     sim_vmm_close_host_files();
+    sim_vmm_fence_host_area();
     if (mprotect(d->window, d->window_bytes, PROT_READ | PROT_WRITE) < 0)
         _exit(3);
     sim_uvm_start_device(d);    /* the managed area: closed until blocks migrate here */

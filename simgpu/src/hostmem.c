@@ -229,12 +229,15 @@ static char control_chunk[16 << 10], control_line[4096];   /* the control thread
 
 int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
 {
-    (void)d;
     void *a = (void *)(uintptr_t)op->u.vmm.addr;
     size_t n = op->u.vmm.bytes;
     switch (op->u.vmm.action) {
     case HOSTMEM_PROBE:         /* may host memory be mapped here? */
-        return dev_may_map(op->u.vmm.addr, n) ? 0 : -EEXIST;
+        if (dev_may_map(op->u.vmm.addr, n))
+            return 0;
+        d->sh->in_the_way[0] = sim_vmm_in_the_way[0];
+        d->sh->in_the_way[1] = sim_vmm_in_the_way[1];
+        return -EEXIST;
     case HOSTMEM_MAP_WINDOW:    /* window pages at another address */
         if (mmap(a, n, PROT_NONE, MAP_SHARED | MAP_FIXED, host_fd, (off_t)op->u.vmm.memfd_off) == MAP_FAILED)
             return -errno;
@@ -660,6 +663,26 @@ static bool needs_dirty_tracking(const char *path)
     return true;
 }
 
+/* Copy [src, src+len) of this process's memory to dst through
+ * /proc/self/mem: whole pages of the program's memory, read as the kernel
+ * sees them — also pages a sanitizer keeps as redzones, or PROT_NONE ones.
+ * Opened per call (a child after fork must read its own memory). */
+static void copy_raw(void *dst, uintptr_t src, size_t len)
+{
+    int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    size_t done = 0;
+    while (fd >= 0 && done < len) {
+        ssize_t r = pread(fd, (char *)dst + done, len - done, (off_t)(src + done));
+        if (r <= 0)
+            break;
+        done += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (done < len)
+        memcpy((char *)dst + done, (const void *)(src + done), len - done);
+}
+
 /* Move the private pages [lo, hi) into fresh window pages mapped over
  * them.  Returns 0 or -errno. */
 static int move_to_window(uint64_t lo, uint64_t hi, int prot)
@@ -674,9 +697,7 @@ static int move_to_window(uint64_t lo, uint64_t hi, int prot)
         rc = -errno;
         goto fail;
     }
-    if (!(prot & PROT_READ))
-        mprotect((void *)(uintptr_t)lo, len, prot | PROT_READ);
-    memcpy(w, (const void *)(uintptr_t)lo, len);
+    copy_raw(w, lo, len);
     mprotect(w, len, PROT_NONE);
     if (mmap((void *)(uintptr_t)lo, len, prot, MAP_SHARED | MAP_FIXED, host_fd, (off_t)off) == MAP_FAILED) {
         rc = -errno;
@@ -702,7 +723,7 @@ static void move_back(uint64_t lo, uint64_t hi, uint64_t off)
                 (unsigned long)lo, (unsigned long)hi, strerror(errno));
         return;
     }
-    memcpy(tmp, (const void *)(uintptr_t)lo, len);
+    copy_raw(tmp, lo, len);
     mprotect(tmp, len, prot);
     if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)lo) == MAP_FAILED) {
         sim_log("cannot move %#lx-%#lx back to private memory (%s); it stays shared with the device",
@@ -780,10 +801,15 @@ static CUresult register_locked(void *p, size_t bytes, unsigned flags, bool *rea
          * heap, or of memory from before cuInit): host pages mapped over it
          * would break it.  Copies work; kernels cannot reach the range. */
         static bool said;
+        const uint64_t *in_the_way = sim.dev[0].sh->in_the_way;
+        for (int i = 0; i < sim.ndevices; i++)
+            if (sim.dev[i].sh->in_the_way[1])
+                in_the_way = sim.dev[i].sh->in_the_way;
         if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-            sim_log("cuMemHostRegister(%p, %zu): kernels cannot dereference this range (the device process uses "
-                    "the same addresses: heap memory, or memory from before cuInit); copies work.  Memory from "
-                    "cuMemHostAlloc, or mapped after cuInit, can be reached by kernels", p, bytes);
+            sim_log("cuMemHostRegister(%p, %zu): kernels cannot dereference this range (the device process has "
+                    "memory of its own at %#lx-%#lx: its heap, memory from before cuInit, or a sanitizer's); "
+                    "copies work.  Memory from cuMemHostAlloc, or mapped after cuInit, can be reached by kernels",
+                    p, bytes, (unsigned long)in_the_way[0], (unsigned long)in_the_way[1]);
         return CUDA_SUCCESS;
     }
     if (probe)
@@ -936,7 +962,7 @@ static void child_after_fork(void)
             void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (tmp == MAP_FAILED)
                 continue;
-            memcpy(tmp, (const void *)(uintptr_t)m.lo, len);
+            copy_raw(tmp, m.lo, len);
             mprotect(tmp, len, prot_of(m.perms));
             if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)m.lo) == MAP_FAILED)
                 munmap(tmp, len);

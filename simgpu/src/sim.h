@@ -114,6 +114,7 @@ struct sim_shared {
     uint64_t ring_head, ring_tail;  /* ring[head % N .. tail % N) not yet taken */
     int32_t sticky_error;       /* CUresult, set by the device on a kernel fault */
     int32_t vmm_result;         /* 0 or -errno of the last SIM_OP_VMM */
+    uint64_t in_the_way[2];     /* a refused HOSTMEM_PROBE: the device's mapping there */
     int32_t device_ready;
     uint32_t gates[SIM_MAX_GATES];
     struct sim_stream_slot streams[SIM_MAX_STREAMS];
@@ -365,6 +366,12 @@ void sim_vmm_close_host_files(void);
 /* Device process: [a, a+n) holds nothing of its own, only what it
  * inherited from the host and does not use (or nothing at all). */
 bool sim_vmm_only_host_leftovers(uint64_t a, uint64_t n);
+/* Device process, at its start: fill the host's mmap area with PROT_NONE
+ * leftovers, so its own later mappings do not take the host's next
+ * addresses. */
+void sim_vmm_fence_host_area(void);
+/* The device's own mapping found in the way by the last refusal. */
+extern uint64_t sim_vmm_in_the_way[2];
 /* At cuInit: the host address ranges mapped then. The real driver does not
  * place a reservation over any of them, even once they are unmapped (seen
  * on an H200, driver 580: a file mapped before cuInit never got a

@@ -51,7 +51,7 @@ struct vmm_reservation {
 
 #define VMM_ARENA_BYTES (256ull << 30)
 #define DEVICE_STACK_BYTES (8ull << 20)
-#define DEVICE_STACKS 300                     /* workers + service threads */
+#define DEVICE_STACKS 300                     /* workers, service threads; from 200 the executor's queue nodes */
 #define DEVICE_STACK_AREA ((uint64_t)DEVICE_STACKS * DEVICE_STACK_BYTES)
 #define FIBER_AREA ((uint64_t)SIM_FIBER_SLOTS * SIM_FIBER_AREA_BYTES)
 static uint64_t arena_base;
@@ -168,9 +168,16 @@ static bool each_mapping(bool (*fn)(unsigned long lo, unsigned long hi, bool sha
 static bool leftover_or_outside(unsigned long lo, unsigned long hi, bool shared_file, bool leftover, void *arg)
 {
     (void)shared_file;
-    const uint64_t *range = arg;
-    return leftover || lo >= range[0] + range[1] || hi <= range[0];
+    uint64_t *range = arg;
+    bool ok = leftover || lo >= range[0] + range[1] || hi <= range[0];
+    if (!ok) {
+        range[2] = lo;      /* the first mapping in the way */
+        range[3] = hi;
+    }
+    return ok;
 }
+
+uint64_t sim_vmm_in_the_way[2];
 
 /* maps_buf is shared by the control thread and the HMM fault path (a
  * signal handler on a worker, which never holds this otherwise). */
@@ -178,11 +185,15 @@ static int maps_lock;
 
 bool sim_vmm_only_host_leftovers(uint64_t a, uint64_t n)
 {
-    uint64_t range[2] = { a, n };
+    uint64_t range[4] = { a, n, 0, 0 };
     while (__atomic_exchange_n(&maps_lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
     bool ok = read_maps() && each_mapping(leftover_or_outside, range);
     __atomic_store_n(&maps_lock, 0, __ATOMIC_RELEASE);
+    if (!ok) {
+        sim_vmm_in_the_way[0] = range[2];
+        sim_vmm_in_the_way[1] = range[3];
+    }
     return ok;
 }
 
@@ -198,6 +209,71 @@ void sim_vmm_close_host_files(void)
 {
     if (read_maps())
         each_mapping(close_shared_file, NULL);
+}
+
+/*
+ * Keep the device process's own new mappings away from where the host's
+ * next ones will go.  Both processes place mmap(NULL) top-down from the
+ * same layout, so the first mapping a sanitizer runtime (or anything else)
+ * makes here after the fork lands exactly where the host's next buffer
+ * will be, and a kernel meant to reach that buffer would silently read the
+ * device's own memory instead.  At its start the device fills every gap of
+ * the mmap area (the mappings below the stack, down to the first gap of a
+ * terabyte or more) and FENCE_BYTES below it with PROT_NONE reservations:
+ * its own later mappings land below, while to a host range placed in the
+ * gaps the fence is a leftover (anonymous PROT_NONE) that hostmem.c and
+ * VMM reservations may map over.  The gap just below the stack is left for
+ * the stack's growth.
+ */
+#define FENCE_BYTES (1ull << 40)
+#define CLUSTER_GAP (1ull << 40)
+
+static void fence(uint64_t lo, uint64_t hi)
+{
+    if (hi > lo)
+        mmap((void *)(uintptr_t)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+             -1, 0);
+}
+
+void sim_vmm_fence_host_area(void)
+{
+    static uint64_t lo[4096], hi[4096];
+    if (!read_maps())
+        return;
+    size_t n = 0;
+    uint64_t stack_lo = 0;
+    for (const char *l = maps_buf; *l && n < 4096;) {
+        const char *end = strchr(l, '\n');
+        unsigned long a, b;
+        if (sscanf(l, "%lx-%lx", &a, &b) == 2) {
+            lo[n] = a;
+            hi[n] = b;
+            n++;
+            const char *s = strstr(l, "[stack]");
+            if (s && (!end || s < end))
+                stack_lo = a;
+        }
+        if (!end)
+            break;
+        l = end + 1;
+    }
+    if (!stack_lo)
+        return;
+    /* mappings sorted ascending: walk down from the one below the stack */
+    size_t k = 0;
+    while (k < n && lo[k] < stack_lo)
+        k++;
+    if (k < 2)
+        return;
+    size_t top = k - 1;         /* the highest mapping below the stack */
+    size_t i = top;
+    while (i > 0 && lo[i] - hi[i - 1] < CLUSTER_GAP) {
+        fence(hi[i - 1], lo[i]);
+        i--;
+    }
+    uint64_t floor = i > 0 ? hi[i - 1] : 0;
+    uint64_t bottom = lo[i] > floor + FENCE_BYTES ? lo[i] - FENCE_BYTES : floor;
+    fence(bottom, lo[i]);
 }
 
 int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)

@@ -18,15 +18,12 @@
 #include <cstring>
 #include <string>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_self.h"
 #include "test_util.h"
 #include "kernels.h"
 #include "simgpu.h"
-
-extern char **environ;
 
 static CUfunction fn(const void *k) { return (CUfunction)k; }
 
@@ -258,43 +255,15 @@ static int measure(void)
     return 0;
 }
 
-static double run_child(const char *self, const char *rate, const char *latency)
+/* One child's 16 MiB upload time under the given knobs, ms. */
+static double run_child(const char *rate, const char *latency)
 {
     std::string r = std::string("SIMGPU_BUS_GBPS=") + rate, l = std::string("SIMGPU_BUS_LATENCY_US=") + latency;
-    char **env = environ;
-    size_t k = 0;
-    while (env[k])
-        k++;
-    char **e = (char **)calloc(k + 3, sizeof(char *));
-    size_t j = 0;
-    for (size_t i = 0; i < k; i++)
-        if (strncmp(env[i], "SIMGPU_BUS_", 11))
-            e[j++] = env[i];
-    e[j++] = (char *)r.c_str();
-    e[j++] = (char *)l.c_str();
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    char *argv[] = { (char *)self, (char *)"--measure", NULL };
-    pid_t pid;
-    assert_int_equal(posix_spawn(&pid, self, &fa, NULL, argv, e), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    free(e);
-    close(fds[1]);
-    char buf[64] = { 0 };
-    ssize_t got = read(fds[0], buf, sizeof(buf) - 1);
-    close(fds[0]);
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    assert_true(got > 0);
-    return strtod(buf, NULL);
+    const char *set[] = { r.c_str(), l.c_str(), NULL };
+    char out[64];
+    assert_int_equal(sim_run_self("--measure", NULL, set, out, sizeof(out)), 0);
+    return strtod(out, NULL);
 }
-
-static const char *self_exe;
 
 /* The knobs set the time: half the rate, twice the time; the latency adds
  * per transfer. */
@@ -302,8 +271,8 @@ static void test_the_knobs_set_the_copy_time(void **)
 {
     if (!gbps())
         skip();     /* run once, with the bus on */
-    double at1 = run_child(self_exe, "1", "0"), at2 = run_child(self_exe, "2", "0");
-    double lat = run_child(self_exe, "2", "20000"), off = run_child(self_exe, "0", "10");
+    double at1 = run_child("1", "0"), at2 = run_child("2", "0");
+    double lat = run_child("2", "20000"), off = run_child("0", "10");
     printf("# 16 MiB pinned upload: 1 GB/s %.1f ms, 2 GB/s %.1f ms, 2 GB/s + 20 ms latency %.1f ms, bus off %.1f ms\n",
            at1, at2, lat, off);
     assert_true(at1 >= 16.77 && at2 >= 8.38 && lat >= 28.38);
@@ -316,7 +285,6 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--measure"))
         return measure();
-    self_exe = "/proc/self/exe";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pageable_and_pinned_copies_take_the_modelled_time),
         cmocka_unit_test(test_async_pinned_copy_holds_its_stream_for_the_modelled_time),

@@ -9,13 +9,7 @@
 #include "kernels.h"
 #include <cuda.h>
 
-#define CHECK(cond)                                                   \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            return 1;                                                 \
-        }                                                             \
-    } while (0)
+#include "plain_check.h"
 
 int main()
 {

@@ -16,18 +16,15 @@
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_self.h"
 #include "test_util.h"
 #include "kernels.h"
 #include "simgpu.h"
-
-extern char **environ;
 
 static CUfunction fn(const void *k) { return (CUfunction)k; }
 static const int N = 16 * 1024;     /* ints: 64 KiB, 16 pages */
@@ -222,22 +219,8 @@ static int child_no_hmm(void)
 
 static int run_child(const char *name, bool hmm)
 {
-    size_t k = 0;
-    while (environ[k])
-        k++;
-    char **e = (char **)calloc(k + 2, sizeof(char *));
-    size_t j = 0;
-    for (size_t i = 0; i < k; i++)
-        if (strncmp(environ[i], "SIMGPU_HMM=", 11))
-            e[j++] = environ[i];
-    e[j++] = (char *)(hmm ? "SIMGPU_HMM=1" : "SIMGPU_HMM=0");
-    char *argv[] = { (char *)"/proc/self/exe", (char *)"--child", (char *)name, NULL };
-    pid_t pid;
-    assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, e), 0);
-    free(e);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    const char *set[] = { hmm ? "SIMGPU_HMM=1" : "SIMGPU_HMM=0", NULL };
+    return sim_run_self("--child", name, set, NULL, 0);
 }
 
 static void test_a_userfaultfd_range_is_an_illegal_address(void **)

@@ -17,18 +17,16 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_self.h"
 #include "test_util.h"
 #include "kernels.h"
 #include "simgpu.h"
-
-extern char **environ;
 
 static CUfunction fn(const void *k) { return (CUfunction)k; }
 static const size_t PAGE = 4096;
@@ -377,12 +375,7 @@ static int child_read_only_store(void)
 
 static int run_child(const char *name)
 {
-    char *argv[] = { (char *)"/proc/self/exe", (char *)"--child", (char *)name, NULL };
-    pid_t pid;
-    assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ), 0);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return sim_run_self("--child", name, NULL, NULL, 0);
 }
 
 static void test_a_store_to_a_read_only_registration_is_an_illegal_address(void **)

@@ -13,14 +13,7 @@
 #include "kernels.h"
 #include <cuda.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-            return 1;                                                                  \
-        }                                                                              \
-    } while (0)
-#define CU(call) CHECK((call) == CUDA_SUCCESS)
+#include "plain_check.h"
 
 static const unsigned BLOCK = 64 * 1024, NB = 16, INTS = NB * BLOCK / 4;
 

@@ -15,14 +15,7 @@
 #include "simgpu.h"
 #include <cuda.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-            return 1;                                                                  \
-        }                                                                              \
-    } while (0)
-#define CU(call) CHECK((call) == CUDA_SUCCESS)
+#include "plain_check.h"
 
 static simgpu_stats stats()
 {
