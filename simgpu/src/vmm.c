@@ -217,28 +217,21 @@ void sim_vmm_close_host_files(void)
  * same layout, so the first mapping a sanitizer runtime (or anything else)
  * makes here after the fork lands exactly where the host's next buffer
  * will be, and a kernel meant to reach that buffer would silently read the
- * device's own memory instead.  At its start the device fills every gap of
- * the mmap area (the mappings below the stack, down to the first gap of a
- * terabyte or more) and FENCE_BYTES below it with PROT_NONE reservations:
- * its own later mappings land below, while to a host range placed in the
- * gaps the fence is a leftover (anonymous PROT_NONE) that hostmem.c and
- * VMM reservations may map over.  The gap just below the stack is left for
- * the stack's growth.
+ * device's own memory instead.  At its start the device fills every gap
+ * between the VMM arena (the lowest of the mappings cuInit made) and the
+ * stack with PROT_NONE reservations, and reserves FENCE_BYTES more where
+ * the kernel puts the next large mapping (below the arena, where the host
+ * grows once the gaps are full): its own later mappings land below that,
+ * while to a host range placed there the fence is a leftover (anonymous
+ * PROT_NONE) that hostmem.c and VMM reservations may map over.  The gap
+ * just below the stack is left for the stack's growth.
  */
-#define FENCE_BYTES (1ull << 40)
-#define CLUSTER_GAP (1ull << 40)
-
-static void fence(uint64_t lo, uint64_t hi)
-{
-    if (hi > lo)
-        mmap((void *)(uintptr_t)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-             -1, 0);
-}
+#define FENCE_BYTES (64ull << 30)
 
 void sim_vmm_fence_host_area(void)
 {
     static uint64_t lo[4096], hi[4096];
-    if (!read_maps())
+    if (!arena_base || !read_maps())
         return;
     size_t n = 0;
     uint64_t stack_lo = 0;
@@ -257,23 +250,14 @@ void sim_vmm_fence_host_area(void)
             break;
         l = end + 1;
     }
-    if (!stack_lo)
-        return;
-    /* mappings sorted ascending: walk down from the one below the stack */
-    size_t k = 0;
-    while (k < n && lo[k] < stack_lo)
-        k++;
-    if (k < 2)
-        return;
-    size_t top = k - 1;         /* the highest mapping below the stack */
-    size_t i = top;
-    while (i > 0 && lo[i] - hi[i - 1] < CLUSTER_GAP) {
-        fence(hi[i - 1], lo[i]);
-        i--;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t gap_lo = hi[i - 1], gap_hi = lo[i];
+        if (gap_lo < arena_base || gap_hi <= gap_lo || (stack_lo && gap_hi >= stack_lo))
+            continue;
+        mmap((void *)(uintptr_t)gap_lo, gap_hi - gap_lo, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     }
-    uint64_t floor = i > 0 ? hi[i - 1] : 0;
-    uint64_t bottom = lo[i] > floor + FENCE_BYTES ? lo[i] - FENCE_BYTES : floor;
-    fence(bottom, lo[i]);
+    mmap(NULL, FENCE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 }
 
 int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
