@@ -186,7 +186,15 @@ static void test_one_link_per_direction_shared_by_all_streams(void **)
     if (gbps()) {
         assert_true(same >= 2 * modelled_ms(n, false));
         assert_true(opposite >= modelled_ms(n, false));
-        assert_true(opposite < 0.75 * same);
+        /* the overlap shows where the CPU's own copy is well under the
+         * link time (the model is a floor) */
+        double c0 = now_ms();
+        memcpy(h2, h1, n);
+        double cpu_ms = now_ms() - c0;
+        if (cpu_ms < modelled_ms(n, false) / 2)
+            assert_true(opposite < 0.75 * same);
+        else
+            printf("# the CPU copies 16 MiB in %.1f ms: overlap not checked\n", cpu_ms);
     }
     CU_OK(cuStreamDestroy(s1));
     CU_OK(cuStreamDestroy(s2));
@@ -283,11 +291,10 @@ static void test_the_knobs_set_the_copy_time(void **)
            at1, at2, lat, off);
     /* never faster than the model */
     assert_true(at1 >= 16.77 && at2 >= 8.38 && lat >= 28.38);
-    assert_true(off < at1);
-    assert_true(lat > at2 + 10.0);
-    /* the ratio holds where the CPU's copy is well under the link time (a
+    /* the ratios hold where the CPU's copy is well under the link time (a
      * sanitizer's memcpy may not be: the model is a floor) */
     if (off < 8.38 / 2) {
+        assert_true(off < at2);
         assert_true(at1 / at2 > 1.6 && at1 / at2 < 2.4);
         assert_true(lat - at2 > 15.0);
     } else {
