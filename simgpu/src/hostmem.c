@@ -280,8 +280,7 @@ int sim_hostmem_device_op(struct sim_device *d, const struct sim_op *op)
             struct dev_range *r = &dev_ranges[i];
             if (r->bytes && !r->hmm && r->base == op->u.vmm.addr) {
                 uint64_t lo = r->base, hi = r->base + r->bytes;
-                bool in_window = lo >= (uintptr_t)window && hi <= (uintptr_t)window + window_bytes;
-                if (in_window)
+                if (sim_hostmem_in_window(lo))   /* a pinned allocation: the window's own view */
                     mprotect((void *)(uintptr_t)lo, hi - lo, PROT_NONE);
                 else
                     dev_forget(lo, hi, r);
@@ -536,17 +535,7 @@ static int each_device(uint32_t action, uint64_t addr, uint64_t bytes, uint64_t 
                        size_t args_bytes)
 {
     for (int i = 0; i < sim.ndevices; i++) {
-        struct sim_device *d = &sim.dev[i];
-        struct sim_op op = { .kind = SIM_OP_HOSTMEM, .stream = SIM_STREAM_CONTROL_SLOT };
-        op.u.vmm.action = action;
-        op.u.vmm.addr = addr;
-        op.u.vmm.bytes = bytes;
-        op.u.vmm.memfd_off = off;
-        op.u.vmm.prot = prot;
-        op.u.vmm.args_bytes = (uint32_t)args_bytes;
-        if (args_bytes)
-            memcpy(op.args, args, args_bytes);
-        int rc = sim_control_op(d, &op);
+        int rc = sim_control_op(&sim.dev[i], SIM_OP_HOSTMEM, action, addr, bytes, off, prot, args, args_bytes);
         if (rc)
             return rc;
     }
@@ -844,7 +833,7 @@ static CUresult register_locked(void *p, size_t bytes, unsigned flags, bool *rea
         uint64_t off = m->off + (a - m->lo);
         for (uint64_t q = 0; q < (b - a) / pg; q++)
             refs[off / pg + q]++;
-        if (m->lo < (uintptr_t)window || m->lo >= (uintptr_t)window + window_bytes)
+        if (!sim_hostmem_in_window(m->lo))
             rc = each_device(HOSTMEM_MAP_WINDOW, a, b - a, off, 0, NULL, 0);
     }
     if (!rc)
@@ -870,7 +859,7 @@ static void unregister_locked(void *p, size_t bytes)
         return;
     for (size_t i = 0; i < n; i++) {
         const struct vma *m = &v[i];
-        if (!is_window_vma(m) || (m->lo >= (uintptr_t)window && m->lo < (uintptr_t)window + window_bytes))
+        if (!is_window_vma(m) || sim_hostmem_in_window(m->lo))
             continue;
         uint64_t a = m->lo > lo ? m->lo : lo, b = m->hi < hi ? m->hi : hi;
         uint64_t off = m->off + (a - m->lo);

@@ -173,12 +173,23 @@ CUresult sim_stream_resolve(CUstream s, bool ptds, struct sim_device **d, uint32
  * from the one result slot — so one at a time, from any host thread. */
 static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int sim_control_op(struct sim_device *d, struct sim_op *op)
+int sim_control_op(struct sim_device *d, uint32_t kind, uint32_t action, uint64_t addr, uint64_t bytes,
+                   uint64_t memfd_off, int prot, const void *args, size_t args_bytes)
 {
-    op->stream = SIM_STREAM_CONTROL_SLOT;
+    if (args_bytes > SIMGPU_MAX_ARGS_BYTES)
+        return -E2BIG;
+    struct sim_op op = { .kind = kind, .stream = SIM_STREAM_CONTROL_SLOT };
+    op.u.vmm.action = action;
+    op.u.vmm.addr = addr;
+    op.u.vmm.bytes = bytes;
+    op.u.vmm.memfd_off = memfd_off;
+    op.u.vmm.prot = prot;
+    op.u.vmm.args_bytes = (uint32_t)args_bytes;
+    if (args_bytes)
+        memcpy(op.args, args, args_bytes);
     pthread_mutex_lock(&control_lock);
     uint64_t seq;
-    int rc = sim_submit(d, op, &seq);
+    int rc = sim_submit(d, &op, &seq);
     if (!rc)
         rc = sim_wait_seq(d, SIM_STREAM_CONTROL_SLOT, seq);
     if (!rc)

@@ -239,9 +239,12 @@ int sim_slot_alloc_stream(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_stream(struct sim_device *d, uint32_t slot);
 int sim_slot_alloc_event(struct sim_device *d, unsigned flags, uint32_t *slot);
 void sim_slot_free_event(struct sim_device *d, uint32_t slot);
-/* A change of the device process's mappings, run and waited for; returns
- * 0 or -errno (the device's answer, or the channel's error). */
-int sim_control_op(struct sim_device *d, struct sim_op *op);
+/* A change of the device process's mappings (kind SIM_OP_VMM or
+ * SIM_OP_HOSTMEM, with the fields of op.u.vmm and `args` copied into
+ * op.args), run and waited for; returns 0 or -errno (the device's answer,
+ * or the channel's error). */
+int sim_control_op(struct sim_device *d, uint32_t kind, uint32_t action, uint64_t addr, uint64_t bytes,
+                   uint64_t memfd_off, int prot, const void *args, size_t args_bytes);
 /* Host copy in stream order: gate the stream, copy, release; charged on
  * the link of `dir` as `charge` says. */
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,

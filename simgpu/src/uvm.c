@@ -281,7 +281,10 @@ static void make_room(struct sim_device *d, uint64_t b)
     struct sim_uvm *u = d->uvm;
     uint64_t taken = __atomic_load_n(&u->device_allocated, __ATOMIC_RELAXED);
     uint64_t cap = d->mem_bytes > taken ? (d->mem_bytes - taken) / SIM_UVM_BLOCK : 0;
-    if (__atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED) < cap)
+    uint64_t resident = __atomic_load_n(&u->resident_blocks, __ATOMIC_RELAXED);
+    /* room, or nothing but b's own chunk to give back: no scan (this runs
+     * in every device fault) */
+    if (resident < cap || resident == __atomic_load_n(&u->chunk_resident[b / BLOCKS_PER_CHUNK], __ATOMIC_RELAXED))
         return;
     while (__atomic_exchange_n(&evict_lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();

@@ -298,13 +298,7 @@ int sim_vmm_device_op(struct sim_device *d, const struct sim_op *op)
 static int device_do(struct sim_device *d, uint32_t action, uint64_t addr, uint64_t bytes, uint64_t memfd_off,
                      int prot)
 {
-    struct sim_op op = { .kind = SIM_OP_VMM, .stream = SIM_STREAM_CONTROL_SLOT };
-    op.u.vmm.action = action;
-    op.u.vmm.addr = addr;
-    op.u.vmm.bytes = bytes;
-    op.u.vmm.memfd_off = memfd_off;
-    op.u.vmm.prot = prot;
-    return sim_control_op(d, &op);
+    return sim_control_op(d, SIM_OP_VMM, action, addr, bytes, memfd_off, prot, NULL, 0);
 }
 
 static struct vmm_reservation *reservation_of(uint64_t p, uint64_t len)

@@ -11,6 +11,22 @@
 #define N 4096
 #define ARR (N * sizeof(int))
 
+/* cudaMemcpyAsync(dst, src) on the capturing stream s is refused and the
+ * capture comes back invalidated. */
+static void refused_in_capture(cudaStream_t s, void *dst, const void *src, cudaMemcpyKind kind, const char *what)
+{
+	cudaGraph_t g;
+	CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	cudaError_t e = cudaMemcpyAsync(dst, src, ARR, kind, s);
+	CHECK(e == cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(%s) during a capture returned %s", what,
+	      cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	e = cudaStreamEndCapture(s, &g);
+	CHECK(e == cudaErrorStreamCaptureInvalidated, "cudaStreamEndCapture returned %s, want invalidated",
+	      cudaGetErrorName(e));
+	(void)cudaGetLastError();
+}
+
 int main(void)
 {
 	watchdog(60);
@@ -28,29 +44,13 @@ int main(void)
 	cudaGraph_t g;
 
 	step = "capture a copy from the mapping";
-	CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	cudaError_t e = cudaMemcpyAsync(dev, m, ARR, cudaMemcpyHostToDevice, s);
-	CHECK(e == cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(dev, mapped) during a capture returned %s",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
-	e = cudaStreamEndCapture(s, &g);
-	CHECK(e == cudaErrorStreamCaptureInvalidated, "cudaStreamEndCapture returned %s, want invalidated",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
+	refused_in_capture(s, dev, m, cudaMemcpyHostToDevice, "dev, mapped");
 	int first = -1;
 	CUDA_OK(cudaMemcpy(&first, dev, sizeof(int), cudaMemcpyDeviceToHost));
 	CHECK(first == 0, "the refused copy was made anyway: dev[0] = %d", first);
 
 	step = "capture a copy into the mapping";
-	CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	e = cudaMemcpyAsync(m, dev, ARR, cudaMemcpyDefault, s);
-	CHECK(e == cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(mapped, dev) during a capture returned %s",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
-	e = cudaStreamEndCapture(s, &g);
-	CHECK(e == cudaErrorStreamCaptureInvalidated, "cudaStreamEndCapture returned %s, want invalidated",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
+	refused_in_capture(s, m, dev, cudaMemcpyDefault, "mapped, dev");
 	CHECK(m[0] == 1, "the refused copy was made anyway: mapped[0] = %d", m[0]);
 
 	step = "device-to-device copies are captured as usual";
