@@ -1118,9 +1118,12 @@ void hook_substitute_by_identity(const char *symbol, void **funcPtr)
 #define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_##lib(abi)
 #define HOOK_ALIAS_DRV(abi) HOOK_ALIAS_DEFINE(abi)
 #define HOOK_ALIAS_RT(abi) HOOK_ALIAS_DECLARE(abi)
-CUDA_HOOK_TABLE(HOOK_ALIAS)
+CUDA_CORE_HOOK_TABLE(HOOK_ALIAS)
 #undef HOOK_ALIAS_RT
 #undef HOOK_ALIAS_DRV
+#undef HOOK_ALIAS
+#define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_DECLARE(abi)
+CUDA_MEM_HOOK_TABLE(HOOK_ALIAS)
 #undef HOOK_ALIAS
 
 /* A row's version must name the ABI its wrapper implements: the
@@ -1129,7 +1132,7 @@ CUDA_HOOK_TABLE(HOOK_ALIAS)
 #define HOOK_CHECK_DRV(abi, pfn) \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(&abi), pfn), #abi " is not " #pfn);
 #define HOOK_CHECK_RT(abi, pfn)
-CUDA_HOOK_TABLE(HOOK_CHECK)
+CUDA_CORE_HOOK_TABLE(HOOK_CHECK)
 #undef HOOK_CHECK_RT
 #undef HOOK_CHECK_DRV
 #undef HOOK_CHECK

@@ -35,7 +35,7 @@ enum hook_lib { DRV, RT };
  * passed through), cuMemcpyDtoD (no host-side synchronization, per the
  * driver's sync-behavior notes) and the deprecated
  * cuLaunchCooperativeKernelMultiDevice. */
-#define CUDA_HOOK_TABLE(X)                                                                                                                  \
+#define CUDA_CORE_HOOK_TABLE(X)                                                                                                                \
 	/* resolvers; the 4-argument ABI (11030) answers any older query */                                                                 \
 	X(cuGetProcAddress,                 0,     0, cuGetProcAddress,                      DRV, PFN_cuGetProcAddress_v11030)              \
 	X(cuGetProcAddress,                 12000, 0, cuGetProcAddress_v2,                   DRV, PFN_cuGetProcAddress_v12000)              \
@@ -106,6 +106,42 @@ enum hook_lib { DRV, RT };
 	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
 	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
 	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
+
+#define CUDA_HOOK_TABLE(X) CUDA_CORE_HOOK_TABLE(X) CUDA_MEM_HOOK_TABLE(X)
+
+/* Memsets and managed-memory hints (cuda_mem_hooks.c): driver rows whose
+ * wrappers live in their own file. */
+#define CUDA_MEM_HOOK_TABLE(X)                                                                                                              \
+	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
+	X(cuMemsetD8,                        7000,  1, cuMemsetD8_v2_ptds,                   DRV, PFN_cuMemsetD8_v7000_ptds)                 \
+	X(cuMemsetD8Async,                   3020,  0, cuMemsetD8Async,                      DRV, PFN_cuMemsetD8Async_v3020)                 \
+	X(cuMemsetD8Async,                   7000,  1, cuMemsetD8Async_ptsz,                 DRV, PFN_cuMemsetD8Async_v7000_ptsz)            \
+	X(cuMemsetD2D8,                      3020,  0, cuMemsetD2D8_v2,                      DRV, PFN_cuMemsetD2D8_v3020)                    \
+	X(cuMemsetD2D8,                      7000,  1, cuMemsetD2D8_v2_ptds,                 DRV, PFN_cuMemsetD2D8_v7000_ptds)               \
+	X(cuMemsetD2D8Async,                 3020,  0, cuMemsetD2D8Async,                    DRV, PFN_cuMemsetD2D8Async_v3020)               \
+	X(cuMemsetD2D8Async,                 7000,  1, cuMemsetD2D8Async_ptsz,               DRV, PFN_cuMemsetD2D8Async_v7000_ptsz)          \
+	X(cuMemsetD16,                       3020,  0, cuMemsetD16_v2,                       DRV, PFN_cuMemsetD16_v3020)                     \
+	X(cuMemsetD16,                       7000,  1, cuMemsetD16_v2_ptds,                  DRV, PFN_cuMemsetD16_v7000_ptds)                \
+	X(cuMemsetD16Async,                  3020,  0, cuMemsetD16Async,                     DRV, PFN_cuMemsetD16Async_v3020)                \
+	X(cuMemsetD16Async,                  7000,  1, cuMemsetD16Async_ptsz,                DRV, PFN_cuMemsetD16Async_v7000_ptsz)           \
+	X(cuMemsetD2D16,                     3020,  0, cuMemsetD2D16_v2,                     DRV, PFN_cuMemsetD2D16_v3020)                   \
+	X(cuMemsetD2D16,                     7000,  1, cuMemsetD2D16_v2_ptds,                DRV, PFN_cuMemsetD2D16_v7000_ptds)              \
+	X(cuMemsetD2D16Async,                3020,  0, cuMemsetD2D16Async,                   DRV, PFN_cuMemsetD2D16Async_v3020)              \
+	X(cuMemsetD2D16Async,                7000,  1, cuMemsetD2D16Async_ptsz,              DRV, PFN_cuMemsetD2D16Async_v7000_ptsz)         \
+	X(cuMemsetD32,                       3020,  0, cuMemsetD32_v2,                       DRV, PFN_cuMemsetD32_v3020)                     \
+	X(cuMemsetD32,                       7000,  1, cuMemsetD32_v2_ptds,                  DRV, PFN_cuMemsetD32_v7000_ptds)                \
+	X(cuMemsetD32Async,                  3020,  0, cuMemsetD32Async,                     DRV, PFN_cuMemsetD32Async_v3020)                \
+	X(cuMemsetD32Async,                  7000,  1, cuMemsetD32Async_ptsz,                DRV, PFN_cuMemsetD32Async_v7000_ptsz)           \
+	X(cuMemsetD2D32,                     3020,  0, cuMemsetD2D32_v2,                     DRV, PFN_cuMemsetD2D32_v3020)                   \
+	X(cuMemsetD2D32,                     7000,  1, cuMemsetD2D32_v2_ptds,                DRV, PFN_cuMemsetD2D32_v7000_ptds)              \
+	X(cuMemsetD2D32Async,                3020,  0, cuMemsetD2D32Async,                   DRV, PFN_cuMemsetD2D32Async_v3020)              \
+	X(cuMemsetD2D32Async,                7000,  1, cuMemsetD2D32Async_ptsz,              DRV, PFN_cuMemsetD2D32Async_v7000_ptsz)         \
+	X(cuMemPrefetchAsync,                8000,  0, cuMemPrefetchAsync,                   DRV, PFN_cuMemPrefetchAsync_v8000)              \
+	X(cuMemPrefetchAsync,                8000,  1, cuMemPrefetchAsync_ptsz,              DRV, PFN_cuMemPrefetchAsync_v8000_ptsz)         \
+	X(cuMemPrefetchAsync,                12020, 0, cuMemPrefetchAsync_v2,                DRV, PFN_cuMemPrefetchAsync_v12020)             \
+	X(cuMemPrefetchAsync,                12020, 1, cuMemPrefetchAsync_v2_ptsz,           DRV, PFN_cuMemPrefetchAsync_v12020_ptsz)        \
+	X(cuMemAdvise,                       8000,  0, cuMemAdvise,                          DRV, PFN_cuMemAdvise_v8000)                     \
+	X(cuMemAdvise,                       12020, 0, cuMemAdvise_v2,                       DRV, PFN_cuMemAdvise_v12020)
 
 enum hook_id {
 #define HOOK_ENUM(base, ver, pt, abi, lib, pfn) HOOK_##abi,

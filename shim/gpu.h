@@ -110,6 +110,14 @@ enum gpu_copy_side { GPU_COPY_DEVICE, GPU_COPY_HOST, GPU_COPY_UNIFIED };
  * *rc is its result. `async`: an Async form. */
 GAIA_HIDDEN bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
 			     enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc);
+/* cuMemsetD* (2-D when height > 1) whose destination is a mapping: false
+ * when it is not (the caller forwards it); else the pattern was stored by
+ * the CPU after the stream's earlier work, and *rc is the result. */
+GAIA_HIDDEN bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+				   size_t height, CUstream stream, CUresult *rc);
+/* cuMemPrefetchAsync on a mapping: false when it is not one; else a
+ * prefetch to `device` made its copy current, and *rc is the result. */
+GAIA_HIDDEN bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUresult *rc);
 /* Host registration of a mapped range, kept by the shim. */
 GAIA_HIDDEN CUresult gpu_host_register(void *p, size_t len);
 GAIA_HIDDEN bool gpu_host_unregister(void *p);

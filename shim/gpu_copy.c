@@ -31,6 +31,7 @@
 
 #include <cudaTypedefs.h>
 
+#include "backend_cuda.h"
 #include "gpu.h"
 
 #define BOUNCE_BYTES (16u << 20)
@@ -171,6 +172,68 @@ bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_si
 	}
 	gpu_hook_depth--;
 	*rc = r;
+	return true;
+}
+
+/* --- memsets and hints on a mapping --- */
+
+static void store_pattern(uint8_t *dst, uint32_t value, unsigned elem, size_t count)
+{
+	if (elem == 1) {
+		memset(dst, (int)(value & 0xff), count);
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (elem == 2) {
+			uint16_t v = (uint16_t)value;
+			memcpy(dst + 2 * i, &v, 2);
+		} else {
+			memcpy(dst + 4 * i, &value, 4);
+		}
+	}
+}
+
+bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+		       size_t height, CUstream stream, CUresult *rc)
+{
+	if (!width || !height || (height > 1 && pitch < width * elem))
+		return false;
+	size_t span = (height - 1) * pitch + width * elem;
+	uint8_t *p = (uint8_t *)(uintptr_t)dst;
+	if (!gpu_is_mapped_host(p, span))
+		return false;
+	if (dst % elem || (height > 1 && pitch % elem)) {
+		*rc = CUDA_ERROR_INVALID_VALUE;
+		return true;
+	}
+	if (refused_by_capture(stream, span, true, rc))
+		return true;
+	/* Host memory a kernel before it in stream order may have written:
+	 * those bytes reach the CPU first, then the CPU stores the pattern
+	 * through the program's mapping (its own writes, recorded). */
+	gpu_hook_depth++;
+	CUresult r = settle_stream(stream);
+	for (size_t y = 0; r == CUDA_SUCCESS && y < height; y++)
+		store_pattern(p + y * pitch, value, elem, width);
+	gpu_hook_depth--;
+	*rc = r;
+	return true;
+}
+
+bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUresult *rc)
+{
+	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)ptr, n))
+		return false;
+	*rc = CUDA_SUCCESS;
+	if (to_device) {
+		/* A hint: the device's copy made current now, as a launch
+		 * there would (README, "Copies, registration and pointer
+		 * queries"). Only a device this thread's context is on can be
+		 * served; for another one the launch there does it. */
+		int err = gpu_device_acquire(device, (const void *)(uintptr_t)ptr, n);
+		if (err && err != -ENODEV)
+			*rc = cuda_result_of(err);
+	}
 	return true;
 }
 

@@ -400,6 +400,19 @@ cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count
     return ret(drv.MemsetD8Async_ptsz((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count, stream));
 }
 
+cudaError_t CUDARTAPI cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    READY();
+    return ret(drv.MemsetD2D8((CUdeviceptr)(uintptr_t)devPtr, pitch, (unsigned char)value, width, height));
+}
+cudaError_t CUDARTAPI cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height,
+                                        cudaStream_t stream)
+{
+    READY();
+    return ret(drv.MemsetD2D8Async((CUdeviceptr)(uintptr_t)devPtr, pitch, (unsigned char)value, width, height,
+                                   stream));
+}
+
 static CUmemLocation to_cu_location(struct cudaMemLocation l)
 {
     CUmemLocation c;

@@ -368,7 +368,7 @@ static CUresult memset_op(CUdeviceptr dst, uint32_t value, uint32_t elem, size_t
         return r;
     if (count == 0)
         return CUDA_SUCCESS;
-    if ((elem == 4 && (dst & 3)) || count > SIZE_MAX / elem)
+    if ((dst & (elem - 1)) || count > SIZE_MAX / elem)
         return CUDA_ERROR_INVALID_VALUE;
     if (sim_ptr_classify(dst, count * elem, &d, NULL) <= SIM_PTR_HOST || d != sd)
         return CUDA_ERROR_INVALID_VALUE;
@@ -396,6 +396,54 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CU
 { return memset_op(dst, ui, 4, n, s, false, true); }
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s)
 { return memset_op(dst, ui, 4, n, s, true, true); }
+
+CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dst, unsigned short us, size_t n)
+{ return memset_op(dst, us, 2, n, NULL, false, false); }
+CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short us, size_t n)
+{ return memset_op(dst, us, 2, n, NULL, true, false); }
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short us, size_t n, CUstream s)
+{ return memset_op(dst, us, 2, n, s, false, true); }
+CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short us, size_t n, CUstream s)
+{ return memset_op(dst, us, 2, n, s, true, true); }
+
+/* 2-D: one memset per row, in stream order. */
+static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t elem, size_t width,
+                          size_t height, CUstream s, bool ptds, bool async)
+{
+    if (height > 1 && pitch < width * elem)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t y = 0; y < height; y++) {
+        CUresult r = memset_op(dst + y * pitch, value, elem, width, s, ptds, async);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 1, w, h, NULL, false, false); }
+CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 1, w, h, NULL, true, false); }
+CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 2, w, h, NULL, false, false); }
+CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 2, w, h, NULL, true, false); }
+CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 4, w, h, NULL, false, false); }
+CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h)
+{ return memset_2d(d, p, v, 4, w, h, NULL, true, false); }
+CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 1, w, h, s, false, true); }
+CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 1, w, h, s, true, true); }
+CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 2, w, h, s, false, true); }
+CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 2, w, h, s, true, true); }
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 4, w, h, s, false, true); }
+CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s)
+{ return memset_2d(d, p, v, 4, w, h, s, true, true); }
 
 /* ---- pointer attributes and managed-memory hints ---- */
 

@@ -232,6 +232,11 @@ static void run_memset(const struct sim_op *op)
     uint64_t n = op->u.memset.count;
     if (op->u.memset.elem_bytes == 1) {
         memset(dst, (int)(op->u.memset.value & 0xff), n);
+    } else if (op->u.memset.elem_bytes == 2) {
+        uint16_t v = (uint16_t)op->u.memset.value;
+        uint16_t *p = (uint16_t *)dst;
+        for (uint64_t i = 0; i < n; i++)
+            p[i] = v;
     } else {
         uint32_t v = op->u.memset.value;
         uint32_t *p = (uint32_t *)dst;

@@ -84,6 +84,22 @@
     X(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz, PFN_cuMemsetD8Async_v7000_ptsz)      \
     X(cuMemsetD32Async, 3020, 0, cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)              \
     X(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz)   \
+    X(cuMemsetD16, 3020, 0, cuMemsetD16_v2, PFN_cuMemsetD16_v3020) \
+    X(cuMemsetD16, 7000, PT, cuMemsetD16_v2_ptds, PFN_cuMemsetD16_v7000_ptds) \
+    X(cuMemsetD16Async, 3020, 0, cuMemsetD16Async, PFN_cuMemsetD16Async_v3020) \
+    X(cuMemsetD16Async, 7000, PT, cuMemsetD16Async_ptsz, PFN_cuMemsetD16Async_v7000_ptsz) \
+    X(cuMemsetD2D8, 3020, 0, cuMemsetD2D8_v2, PFN_cuMemsetD2D8_v3020) \
+    X(cuMemsetD2D8, 7000, PT, cuMemsetD2D8_v2_ptds, PFN_cuMemsetD2D8_v7000_ptds) \
+    X(cuMemsetD2D16, 3020, 0, cuMemsetD2D16_v2, PFN_cuMemsetD2D16_v3020) \
+    X(cuMemsetD2D16, 7000, PT, cuMemsetD2D16_v2_ptds, PFN_cuMemsetD2D16_v7000_ptds) \
+    X(cuMemsetD2D32, 3020, 0, cuMemsetD2D32_v2, PFN_cuMemsetD2D32_v3020) \
+    X(cuMemsetD2D32, 7000, PT, cuMemsetD2D32_v2_ptds, PFN_cuMemsetD2D32_v7000_ptds) \
+    X(cuMemsetD2D8Async, 3020, 0, cuMemsetD2D8Async, PFN_cuMemsetD2D8Async_v3020) \
+    X(cuMemsetD2D8Async, 7000, PT, cuMemsetD2D8Async_ptsz, PFN_cuMemsetD2D8Async_v7000_ptsz) \
+    X(cuMemsetD2D16Async, 3020, 0, cuMemsetD2D16Async, PFN_cuMemsetD2D16Async_v3020) \
+    X(cuMemsetD2D16Async, 7000, PT, cuMemsetD2D16Async_ptsz, PFN_cuMemsetD2D16Async_v7000_ptsz) \
+    X(cuMemsetD2D32Async, 3020, 0, cuMemsetD2D32Async, PFN_cuMemsetD2D32Async_v3020) \
+    X(cuMemsetD2D32Async, 7000, PT, cuMemsetD2D32Async_ptsz, PFN_cuMemsetD2D32Async_v7000_ptsz) \
     X(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000) \
     X(cuPointerGetAttributes, 7000, 0, cuPointerGetAttributes, PFN_cuPointerGetAttributes_v7000) \
     X(cuMemAllocHost, 2000, 0, cuMemAllocHost, PFN_cuMemAllocHost_v2000)                   \

@@ -1,0 +1,163 @@
+/* Driver calls that write or advise on memory without copying it:
+ * cuMemsetD8/D16/D32 (1-D and 2-D, sync and async, and their per-thread
+ * forms), cuMemPrefetchAsync and cuMemAdvise.
+ *
+ * A mapping is host memory to the program (DESIGN §3.2). Without the shim
+ * the driver would refuse a memset of pageable memory, or (under vmm, where
+ * the mapping's address is the device replica's to the driver) store into
+ * the replica where the CPU never sees it. Here a memset whose destination
+ * is a mapping is made by the CPU in stream order (gpu_memset_mapped), as
+ * a system whose GPU reaches pageable memory would make it; a prefetch of
+ * a mapping to a device makes that device's copy current (an acquire), one
+ * to the CPU and any advice are accepted: the pages are the page cache's.
+ * Everything else goes to the driver unchanged.
+ */
+#define _GNU_SOURCE
+#include "cuda_hooks.h" /* first: it makes cuda.h declare every ABI name */
+
+#define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_DEFINE(abi)
+CUDA_MEM_HOOK_TABLE(HOOK_ALIAS)
+#undef HOOK_ALIAS
+#define HOOK_CHECK(base, ver, pt, abi, lib, pfn) \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&abi), pfn), #abi " is not " #pfn);
+CUDA_MEM_HOOK_TABLE(HOOK_CHECK)
+#undef HOOK_CHECK
+
+/* The stream a call without one runs on. */
+#define SYNC_STREAM(per_thread) ((per_thread) ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY)
+/* A per-thread form's NULL stream is the thread's own. */
+#define ASYNC_STREAM(s, per_thread) ((per_thread) && !(s) ? CU_STREAM_PER_THREAD : (s))
+
+#define MEMSET_CALL(abi, pitch, value, elem, width, height, stream, ...)                               \
+	do {                                                                                            \
+		__typeof__(&abi) real_ = REAL_OF(abi);                                                  \
+		CUresult rc_;                                                                           \
+		if (gpu_memset_mapped(dst, (pitch), (uint32_t)(value), (elem), (width), (height), (stream), \
+				      &rc_))                                                            \
+			return rc_;                                                                     \
+		return real_ ? real_(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;                         \
+	} while (0)
+
+#define MEMSET_1D(abi, vtype, elem, pt)                                                          \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr dst, vtype v, size_t n)                     \
+	{                                                                                        \
+		MEMSET_CALL(abi, 0, v, elem, n, 1, SYNC_STREAM(pt), dst, v, n);                  \
+	}
+#define MEMSET_1D_ASYNC(abi, vtype, elem, pt)                                                    \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr dst, vtype v, size_t n, CUstream s)         \
+	{                                                                                        \
+		MEMSET_CALL(abi, 0, v, elem, n, 1, ASYNC_STREAM(s, pt), dst, v, n, s);           \
+	}
+#define MEMSET_2D(abi, vtype, elem, pt)                                                          \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr dst, size_t pitch, vtype v, size_t w, size_t h) \
+	{                                                                                        \
+		MEMSET_CALL(abi, pitch, v, elem, w, h, SYNC_STREAM(pt), dst, pitch, v, w, h);    \
+	}
+#define MEMSET_2D_ASYNC(abi, vtype, elem, pt)                                                    \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr dst, size_t pitch, vtype v, size_t w, size_t h, \
+					 CUstream s)                                             \
+	{                                                                                        \
+		MEMSET_CALL(abi, pitch, v, elem, w, h, ASYNC_STREAM(s, pt), dst, pitch, v, w, h, s); \
+	}
+
+#define MEMSET_WIDTH(bits, vtype, elem)                                       \
+	MEMSET_1D(cuMemsetD##bits##_v2, vtype, elem, false)                   \
+	MEMSET_1D(cuMemsetD##bits##_v2_ptds, vtype, elem, true)               \
+	MEMSET_1D_ASYNC(cuMemsetD##bits##Async, vtype, elem, false)           \
+	MEMSET_1D_ASYNC(cuMemsetD##bits##Async_ptsz, vtype, elem, true)       \
+	MEMSET_2D(cuMemsetD2D##bits##_v2, vtype, elem, false)                 \
+	MEMSET_2D(cuMemsetD2D##bits##_v2_ptds, vtype, elem, true)             \
+	MEMSET_2D_ASYNC(cuMemsetD2D##bits##Async, vtype, elem, false)         \
+	MEMSET_2D_ASYNC(cuMemsetD2D##bits##Async_ptsz, vtype, elem, true)
+
+MEMSET_WIDTH(8, unsigned char, 1)
+MEMSET_WIDTH(16, unsigned short, 2)
+MEMSET_WIDTH(32, unsigned int, 4)
+
+/* --- prefetch and advice --- */
+
+static CUresult check_device(int device)
+{
+	PFN_cuDeviceGetCount_v2000 count = CUDA_REAL(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000);
+	int n = 0;
+	CUresult rc = count ? count(&n) : CUDA_ERROR_NOT_INITIALIZED;
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return device >= 0 && device < n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* Where a location names: a device (its ordinal), the host (-1), or
+ * neither (-2). */
+static int location_device(CUmemLocation l)
+{
+	switch (l.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return l.id;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		return -1;
+	default:
+		return -2;
+	}
+}
+
+/* A prefetch or advice whose range is a mapping: false when it is not one.
+ * `device`: an ordinal, -1 for the host, -2 for an invalid location. */
+static bool mapped_hint(CUdeviceptr p, size_t n, int device, bool prefetch, CUresult *rc)
+{
+	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)p, n))
+		return false;
+	*rc = device == -2 ? CUDA_ERROR_INVALID_VALUE : device == -1 ? CUDA_SUCCESS : check_device(device);
+	if (*rc != CUDA_SUCCESS || !prefetch)
+		return true;
+	int mode = gpu_capture_relax();
+	(void)gpu_prefetch_mapped(p, n, device >= 0, device, rc);
+	gpu_capture_restore(mode);
+	return true;
+}
+
+#define HINT(p, n, device, prefetch, real, ...)                                   \
+	do {                                                                      \
+		CUresult rc_;                                                     \
+		if (mapped_hint((p), (n), (device), (prefetch), &rc_))            \
+			return rc_;                                               \
+		return (real) ? (real)(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED; \
+	} while (0)
+
+static int device_or_host(CUdevice d)
+{
+	return d == CU_DEVICE_CPU ? -1 : d < 0 ? -2 : (int)d;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
+{
+	HINT(p, n, device_or_host(d), true, REAL_OF(cuMemPrefetchAsync), p, n, d, s);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
+{
+	HINT(p, n, device_or_host(d), true, REAL_OF(cuMemPrefetchAsync_ptsz), p, n, d, s);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned int flags,
+						    CUstream s)
+{
+	HINT(p, n, location_device(l), true, REAL_OF(cuMemPrefetchAsync_v2), p, n, l, flags, s);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation l,
+							 unsigned int flags, CUstream s)
+{
+	HINT(p, n, location_device(l), true, REAL_OF(cuMemPrefetchAsync_v2_ptsz), p, n, l, flags, s);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice d)
+{
+	HINT(p, n, device_or_host(d), false, REAL_OF(cuMemAdvise), p, n, advice, d);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation l)
+{
+	HINT(p, n, location_device(l), false, REAL_OF(cuMemAdvise_v2), p, n, advice, l);
+}
