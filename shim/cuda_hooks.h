@@ -109,7 +109,7 @@ enum hook_lib { DRV, RT };
 
 #define CUDA_HOOK_TABLE(X) CUDA_CORE_HOOK_TABLE(X) CUDA_MEM_HOOK_TABLE(X)
 
-/* Memsets and managed-memory hints (cuda_mem_hooks.c): driver rows whose
+/* Memsets, managed-memory hints and peer copies (cuda_mem_hooks.c): driver rows whose
  * wrappers live in their own file. */
 #define CUDA_MEM_HOOK_TABLE(X)                                                                                                              \
 	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
@@ -141,7 +141,11 @@ enum hook_lib { DRV, RT };
 	X(cuMemPrefetchAsync,                12020, 0, cuMemPrefetchAsync_v2,                DRV, PFN_cuMemPrefetchAsync_v12020)             \
 	X(cuMemPrefetchAsync,                12020, 1, cuMemPrefetchAsync_v2_ptsz,           DRV, PFN_cuMemPrefetchAsync_v12020_ptsz)        \
 	X(cuMemAdvise,                       8000,  0, cuMemAdvise,                          DRV, PFN_cuMemAdvise_v8000)                     \
-	X(cuMemAdvise,                       12020, 0, cuMemAdvise_v2,                       DRV, PFN_cuMemAdvise_v12020)
+	X(cuMemAdvise,                       12020, 0, cuMemAdvise_v2,                       DRV, PFN_cuMemAdvise_v12020)                    \
+	X(cuMemcpyPeer,                      4000,  0, cuMemcpyPeer,                         DRV, PFN_cuMemcpyPeer_v4000)                    \
+	X(cuMemcpyPeer,                      7000,  1, cuMemcpyPeer_ptds,                    DRV, PFN_cuMemcpyPeer_v7000_ptds)               \
+	X(cuMemcpyPeerAsync,                 4000,  0, cuMemcpyPeerAsync,                    DRV, PFN_cuMemcpyPeerAsync_v4000)               \
+	X(cuMemcpyPeerAsync,                 7000,  1, cuMemcpyPeerAsync_ptsz,               DRV, PFN_cuMemcpyPeerAsync_v7000_ptsz)
 
 enum hook_id {
 #define HOOK_ENUM(base, ver, pt, abi, lib, pfn) HOOK_##abi,

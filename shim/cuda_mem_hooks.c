@@ -10,6 +10,8 @@
  * a system whose GPU reaches pageable memory would make it; a prefetch of
  * a mapping to a device makes that device's copy current (an acquire), one
  * to the CPU and any advice are accepted: the pages are the page cache's.
+ * A peer copy with a mapping on either side is a copy between that host
+ * memory and the other side (gpu_copy_1d), as cuMemcpy makes one.
  * Everything else goes to the driver unchanged.
  */
 #define _GNU_SOURCE
@@ -160,4 +162,38 @@ GAIA_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise a
 GAIA_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation l)
 {
 	HINT(p, n, location_device(l), false, REAL_OF(cuMemAdvise_v2), p, n, advice, l);
+}
+
+/* --- peer copies --- */
+
+#define PEER_COPY(real, stream, async, ...)                                                            \
+	do {                                                                                           \
+		CUresult rc_;                                                                          \
+		if (gpu_copy_1d((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, GPU_COPY_UNIFIED, \
+				GPU_COPY_UNIFIED, (stream), (async), &rc_))                            \
+			return rc_;                                                                    \
+		return (real) ? (real)(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;                      \
+	} while (0)
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+{
+	PEER_COPY(REAL_OF(cuMemcpyPeer), SYNC_STREAM(false), false, dst, dctx, src, sctx, n);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+					       size_t n)
+{
+	PEER_COPY(REAL_OF(cuMemcpyPeer_ptds), SYNC_STREAM(true), false, dst, dctx, src, sctx, n);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+					       size_t n, CUstream s)
+{
+	PEER_COPY(REAL_OF(cuMemcpyPeerAsync), ASYNC_STREAM(s, false), true, dst, dctx, src, sctx, n, s);
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+						    CUcontext sctx, size_t n, CUstream s)
+{
+	PEER_COPY(REAL_OF(cuMemcpyPeerAsync_ptsz), ASYNC_STREAM(s, true), true, dst, dctx, src, sctx, n, s);
 }

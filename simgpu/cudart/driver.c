@@ -52,6 +52,8 @@ static const struct {
     E(MemcpyAsync, "cuMemcpyAsync", 4000, FLAGS_LEGACY),
     E(MemsetD8, "cuMemsetD8", 3020, FLAGS_LEGACY),
     E(MemsetD8Async, "cuMemsetD8Async", 3020, FLAGS_LEGACY),
+    E(MemcpyPeer, "cuMemcpyPeer", 4000, FLAGS_LEGACY),
+    E(MemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, FLAGS_LEGACY),
     E(MemsetD2D8, "cuMemsetD2D8", 3020, FLAGS_LEGACY),
     E(MemsetD2D8Async, "cuMemsetD2D8Async", 3020, FLAGS_LEGACY),
     E(StreamCreateWithPriority, "cuStreamCreateWithPriority", 5050, FLAGS_LEGACY),

@@ -30,6 +30,8 @@ struct cudart_driver {
     PFN_cuMemcpyAsync_v4000 MemcpyAsync;
     PFN_cuMemsetD8_v3020 MemsetD8;
     PFN_cuMemsetD8Async_v3020 MemsetD8Async;
+    PFN_cuMemcpyPeer_v4000 MemcpyPeer;
+    PFN_cuMemcpyPeerAsync_v4000 MemcpyPeerAsync;
     PFN_cuMemsetD2D8_v3020 MemsetD2D8;
     PFN_cuMemsetD2D8Async_v3020 MemsetD2D8Async;
     PFN_cuStreamCreateWithPriority_v5050 StreamCreateWithPriority;

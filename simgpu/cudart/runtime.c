@@ -379,6 +379,47 @@ cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t co
                                            cudaStream_t stream)
 { return memcpy_async(dst, src, count, kind, stream, true); }
 
+/* Peer copies name devices; the driver takes their primary contexts. */
+static cudaError_t peer_contexts(int dst_dev, int src_dev, CUcontext *dctx, CUcontext *sctx)
+{
+    int n = 0;
+    drv.DeviceGetCount(&n);
+    if (dst_dev < 0 || dst_dev >= n || src_dev < 0 || src_dev >= n || n > 64)
+        return record(cudaErrorInvalidDevice);
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&ctx_lock);
+    for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++) {
+        int d = i ? src_dev : dst_dev;
+        if (!primary[d] && (r = drv.DevicePrimaryCtxRetain(&primary[d], d)) != CUDA_SUCCESS)
+            primary[d] = NULL;
+    }
+    *dctx = primary[dst_dev];
+    *sctx = primary[src_dev];
+    pthread_mutex_unlock(&ctx_lock);
+    return r == CUDA_SUCCESS ? cudaSuccess : record(from_cu(r));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
+{
+    READY();
+    CUcontext dctx, sctx;
+    cudaError_t e = peer_contexts(dstDevice, srcDevice, &dctx, &sctx);
+    if (e != cudaSuccess)
+        return e;
+    return ret(drv.MemcpyPeer((CUdeviceptr)(uintptr_t)dst, dctx, (CUdeviceptr)(uintptr_t)src, sctx, count));
+}
+cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                          cudaStream_t stream)
+{
+    READY();
+    CUcontext dctx, sctx;
+    cudaError_t e = peer_contexts(dstDevice, srcDevice, &dctx, &sctx);
+    if (e != cudaSuccess)
+        return e;
+    return ret(drv.MemcpyPeerAsync((CUdeviceptr)(uintptr_t)dst, dctx, (CUdeviceptr)(uintptr_t)src, sctx, count,
+                                   stream));
+}
+
 cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
 {
     READY();

@@ -299,6 +299,34 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return uva_copy(dst, src, n, s, true, true); }
 
+/* Peer copies: both sides device (or managed) memory; with unified
+ * addressing the pointers name their devices, the contexts are checked
+ * only for being given. Host memory is refused, as by the driver. */
+static CUresult peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s,
+                          bool ptds, bool async)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_device *d;
+    if (!dctx || !sctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_ptr_classify(dst, n, &d, NULL) <= SIM_PTR_HOST || sim_ptr_classify(src, n, &d, NULL) <= SIM_PTR_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    return dtod_copy(dst, src, n, s, ptds, async);
+}
+
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+{ return peer_copy(dst, dctx, src, sctx, n, NULL, false, false); }
+CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)
+{ return peer_copy(dst, dctx, src, sctx, n, NULL, true, false); }
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+                                   CUstream s)
+{ return peer_copy(dst, dctx, src, sctx, n, s, false, true); }
+CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+                                        CUstream s)
+{ return peer_copy(dst, dctx, src, sctx, n, s, true, true); }
+
 /* ---- pitched copies: row by row, each row a unified copy ---- */
 
 static CUresult row_address(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,

@@ -84,6 +84,10 @@
     X(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz, PFN_cuMemsetD8Async_v7000_ptsz)      \
     X(cuMemsetD32Async, 3020, 0, cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)              \
     X(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz)   \
+    X(cuMemcpyPeer, 4000, 0, cuMemcpyPeer, PFN_cuMemcpyPeer_v4000) \
+    X(cuMemcpyPeer, 7000, PT, cuMemcpyPeer_ptds, PFN_cuMemcpyPeer_v7000_ptds) \
+    X(cuMemcpyPeerAsync, 4000, 0, cuMemcpyPeerAsync, PFN_cuMemcpyPeerAsync_v4000) \
+    X(cuMemcpyPeerAsync, 7000, PT, cuMemcpyPeerAsync_ptsz, PFN_cuMemcpyPeerAsync_v7000_ptsz) \
     X(cuMemsetD16, 3020, 0, cuMemsetD16_v2, PFN_cuMemsetD16_v3020) \
     X(cuMemsetD16, 7000, PT, cuMemsetD16_v2_ptds, PFN_cuMemsetD16_v7000_ptds) \
     X(cuMemsetD16Async, 3020, 0, cuMemsetD16Async, PFN_cuMemsetD16Async_v3020) \

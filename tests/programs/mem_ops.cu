@@ -5,6 +5,7 @@
  *   cudaMemsetAsync on a created stream after a kernel on that stream;
  *   cuMemsetD16/D32 (+Async) and cudaMemset2D/cuMemsetD2D32 with a pitch;
  *   a memset on a host-registered mapping;
+ *   cudaMemcpyPeer/cudaMemcpyPeerAsync with m on either side;
  *   cudaMemPrefetchAsync to the device and to the CPU, and cudaMemAdvise,
  *   with CPU stores before them: each returns success and a kernel then
  *   reads the CPU's bytes.
@@ -152,6 +153,47 @@ static void registered_memset(void)
 	CUDA_OK(cudaHostUnregister(m));
 }
 
+static void peer_copies(cudaStream_t s)
+{
+	unsigned char *buf = (unsigned char *)malloc(NB), *d3;
+	CHECK(buf != NULL, "malloc");
+	CUDA_OK(cudaMalloc((void **)&d3, NB));
+
+	step = "cudaMemcpyPeer from m after CPU stores";
+	fill(m, 0, NB, 9);
+	fill(model, 0, NB, 9);
+	CUDA_OK(cudaMemcpyPeer(d3, 0, m, 0, NB));
+	CUDA_OK(cudaMemcpy(buf, d3, NB, cudaMemcpyDeviceToHost));
+	same(step, buf, model, NB);
+
+	step = "cudaMemcpyPeer into m";
+	fill(buf, 0, NB, 10);
+	CUDA_OK(cudaMemcpy(d3, buf, NB, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpyPeer(m + 3, 0, d3 + 5, 0, NB - 3 * PAGE));
+	memcpy(model + 3, buf + 5, NB - 3 * PAGE);
+	everyone_sees_model();
+
+	step = "cudaMemcpyPeerAsync into m after a kernel on that stream wrote m";
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 11);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpyPeerAsync(m + 2 * PAGE, 0, d3, 0, PAGE, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, NB, 11);
+	memcpy(model + 2 * PAGE, buf, PAGE);
+	everyone_sees_model();
+
+	step = "cudaMemcpyPeerAsync from m";
+	fill(m, 0, NB, 12);
+	fill(model, 0, NB, 12);
+	CUDA_OK(cudaMemcpyPeerAsync(d3, 0, m, 0, NB, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	CUDA_OK(cudaMemcpy(buf, d3, NB, cudaMemcpyDeviceToHost));
+	same(step, buf, model, NB);
+
+	CUDA_OK(cudaFree(d3));
+	free(buf);
+}
+
 static void prefetch_and_advise(cudaStream_t s)
 {
 	struct cudaMemLocation dev = {cudaMemLocationTypeDevice, 0};
@@ -207,6 +249,7 @@ int main(void)
 	memsets_runtime(s);
 	memsets_driver((CUstream)s);
 	registered_memset();
+	peer_copies(s);
 	prefetch_and_advise(s);
 
 	CUDA_OK(cudaStreamDestroy(s));
