@@ -138,7 +138,7 @@ size_t mapping_populate_resident(void *addr, size_t len, int fd, uint64_t offset
 		return REAL(madvise)(addr, len, MADV_POPULATE_READ) == 0 ? npages : 0;
 	size_t populated = 0;
 	unsigned char *vec = malloc(npages ? npages : 1);
-	if (!vec || mincore(addr, len, vec)) {
+	if (!vec || REAL(mincore)(addr, len, vec)) {
 		free(vec);
 		return 0;
 	}

@@ -51,7 +51,7 @@ static uint64_t peer_run(const struct gaia_mapping *m, uint64_t p, uint64_t n, i
 	if (n > sizeof(vec))
 		n = sizeof(vec);
 	*kernel_pages = n;
-	if (mincore((void *)(m->start + p * PG), n * PG, vec))
+	if (REAL(mincore)((void *)(m->start + p * PG), n * PG, vec))
 		return 0;
 	uint64_t i = 0;
 	for (; i < n; i++) {

@@ -7,10 +7,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "gaia_env.h"
+
+/* The shim's own raw system calls (hooks_syscall.c): never through the
+ * exported syscall(), which hands some numbers to the shim's hooks. */
+__attribute__((visibility("hidden"))) long gaia_syscall_raw(long nr, ...);
+#ifndef GAIA_SYSCALL_HOOKS
+#define syscall gaia_syscall_raw
+#endif
 
 #define GAIA_PAGE 4096ul
 /* The driver places a reservation where the shim asks (a vmm replica at
@@ -46,7 +55,14 @@
 	X(dup2, int, (int, int))                                                        \
 	X(dup3, int, (int, int, int))                                                   \
 	X(fcntl, int, (int, int, ...))                                                  \
-	X(fcntl64, int, (int, int, ...))
+	X(fcntl64, int, (int, int, ...))                                                \
+	X(send, ssize_t, (int, const void *, size_t, int))                              \
+	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(recv, ssize_t, (int, void *, size_t, int))                                    \
+	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                          \
+	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                \
+	X(mincore, int, (void *, size_t, unsigned char *))
 
 struct gaia_real {
 #define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;

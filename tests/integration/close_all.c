@@ -119,13 +119,13 @@ static int round_after(int how, char *map, const char *path_a)
 		      "after %s, a store to page %d moved %d versions (last %d)", ways[how], 7 + how,
 		      moved(v0, v1, &which), which);
 
-		/* Another writer, not under the shim: a raw syscall no hook sees. */
+		/* Another writer, not under the shim: the syscall instruction itself. */
 		int afd = open(path_a, O_RDWR);
 		char page[PG];
 		struct timespec pause = {0, 20 * 1000 * 1000};
 		memset(page, 'O', sizeof(page));
 		nanosleep(&pause, NULL);
-		CHECK(syscall(SYS_pwrite64, afd, page, sizeof(page), (off_t)(2 + how) * PG) == PG, "pwrite");
+		CHECK(itest_unseen_pwrite(afd, page, sizeof(page), (off_t)(2 + how) * PG) == PG, "pwrite");
 		close(afd);
 		CHECK(g.macquire(map, PAGES * PG, GAIA_CPU) == 0, "acquire: %s", strerror(errno));
 		g.mversion(map, PAGES * PG, v0);

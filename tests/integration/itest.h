@@ -125,6 +125,24 @@ static inline int itest_random_file(const char *path, size_t size, unsigned shor
  * needs (userfaultfd with asynchronous write-protect, DESIGN §3.1). When it
  * does not, a shim that declines to manage a mapping is degrading as
  * promised (DESIGN §1.6), and tests of tracking skip. */
+/* A pwrite no hook sees: the syscall instruction itself, as another writer
+ * that is not under the shim (a process without it, or code that issues
+ * the instruction). syscall(SYS_pwrite64, ...) is interposed like pwrite. */
+static inline ssize_t itest_unseen_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	register long r10 __asm__("r10") = (long)off;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)SYS_pwrite64), "D"((long)fd), "S"(buf), "d"(n), "r"(r10)
+			 : "rcx", "r11", "memory");
+	if (ret < 0) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
 static inline bool itest_uffd_wp_async_available(void)
 {
 #ifndef UFFD_USER_MODE_ONLY

@@ -9,8 +9,15 @@
  * unmapped files. Any error (EFAULT) or short count fails; fd_out must hold
  * the W area's bytes, and each file's R area (mapping and pread()) the
  * chunks of fd_in read into it; the kernel's bytes must be right too.
+ * With argument "syscall" the two threads call syscall(SYS_pwrite64, ...)
+ * and syscall(SYS_read, ...) instead of the libc functions, as programs
+ * and libraries that make raw system calls do. With "socket", W send()s
+ * its chunks to a socket a drain thread empties, and R recv()s chunks of
+ * fd_in's bytes that a feeder thread sends (fd_out then stays zero).
  */
+#include <sys/socket.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 
 #include "programs.h"
 
@@ -29,6 +36,24 @@ static int cur_read[4];			/* R-area chunks read into cur */
 static int wrote[4];			/* fd_out chunks written */
 static int stop;			/* atomic */
 static unsigned long ios_during;	/* I/O calls made with a current file */
+static int raw;				/* through syscall() */
+static int sock;			/* through send()/recv() */
+static int wsock[2], rsock[2];		/* W sends on wsock[0]; R receives on rsock[0] */
+static unsigned long r_next;		/* R's next chunk in socket mode */
+
+static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (sock)
+		return send(wsock[0], buf, n, MSG_NOSIGNAL);
+	return raw ? (ssize_t)syscall(SYS_pwrite64, fd, buf, n, off) : pwrite(fd, buf, n, off);
+}
+
+static ssize_t do_read(int fd, void *buf, size_t n)
+{
+	if (sock)
+		return recv(rsock[0], buf, n, MSG_WAITALL);
+	return raw ? (ssize_t)syscall(SYS_read, fd, buf, n) : read(fd, buf, n);
+}
 
 static unsigned char file_byte(size_t i) { return (unsigned char)(i * 3 + 11 + (i >> 16)); }
 static unsigned char in_byte(size_t i) { return (unsigned char)(i * 7 + 1 + (i >> 14)); }
@@ -49,10 +74,11 @@ static void *writer(void *arg)
 		pthread_rwlock_rdlock(&lock);
 		int idle = cur == NULL;
 		if (!idle) {
-			ssize_t r = pwrite(fd_out, cur + W_AREA + c * CHUNK, CHUNK, (off_t)(c * CHUNK));
+			ssize_t r = do_pwrite(fd_out, cur + W_AREA + c * CHUNK, CHUNK, (off_t)(c * CHUNK));
 			CHECK(r == CHUNK, "pwrite of 64 KiB from the mapped file returned %zd (%s)", r,
 			      r < 0 ? strerror(errno) : "short count");
-			__atomic_store_n(&wrote[c], 1, __ATOMIC_RELAXED);
+			if (!sock)
+				__atomic_store_n(&wrote[c], 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
 		}
 		pthread_rwlock_unlock(&lock);
@@ -66,22 +92,50 @@ static void *reader(void *arg)
 {
 	(void)arg;
 	for (unsigned long k = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); k++) {
-		size_t c = (k * 3) % 4;
+		size_t c = ((sock ? r_next : k) * 3) % 4;
 		pthread_rwlock_rdlock(&lock);
 		int idle = cur == NULL;
 		if (!idle) {
-			CHECK(lseek(fd_in, (off_t)(c * CHUNK), SEEK_SET) == (off_t)(c * CHUNK), "lseek: %s",
+			CHECK(sock || lseek(fd_in, (off_t)(c * CHUNK), SEEK_SET) == (off_t)(c * CHUNK), "lseek: %s",
 			      strerror(errno));
-			ssize_t r = read(fd_in, cur + R_AREA + c * CHUNK, CHUNK);
+			ssize_t r = do_read(fd_in, cur + R_AREA + c * CHUNK, CHUNK);
 			CHECK(r == CHUNK, "read of 64 KiB into the mapped file returned %zd (%s)", r,
 			      r < 0 ? strerror(errno) : "short count");
 			__atomic_store_n(&cur_read[c], 1, __ATOMIC_RELAXED);
+			r_next++;
 			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
 		}
 		pthread_rwlock_unlock(&lock);
 		if (idle)
 			usleep(100);
 	}
+	return NULL;
+}
+
+/* Socket mode: sends fd_in's chunks in R's order until the socket closes. */
+static void *feeder(void *arg)
+{
+	(void)arg;
+	unsigned char *chunk = (unsigned char *)malloc(CHUNK);
+	CHECK(chunk != NULL, "malloc");
+	for (unsigned long n = 0;; n++) {
+		size_t c = (n * 3) % 4;
+		for (size_t i = 0; i < CHUNK; i++)
+			chunk[i] = in_byte(c * CHUNK + i);
+		if (send(rsock[1], chunk, CHUNK, MSG_NOSIGNAL) != CHUNK)
+			break;
+	}
+	free(chunk);
+	return NULL;
+}
+
+/* Socket mode: empties W's socket. */
+static void *drain(void *arg)
+{
+	(void)arg;
+	static unsigned char buf[CHUNK];
+	while (recv(wsock[1], buf, sizeof(buf), 0) > 0)
+		;
 	return NULL;
 }
 
@@ -95,8 +149,10 @@ static unsigned char want_byte(size_t i)
 	return file_byte(i);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	raw = argc > 1 && strcmp(argv[1], "syscall") == 0;
+	sock = argc > 1 && strcmp(argv[1], "socket") == 0;
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
 	pthread_rwlockattr_t ra;
@@ -105,7 +161,13 @@ int main(void)
 	CHECK(pthread_rwlock_init(&lock, &ra) == 0, "pthread_rwlock_init");
 	fd_out = make_file(4 * CHUNK, NULL);
 	fd_in = make_file(4 * CHUNK, in_byte);
-	pthread_t tw, tr;
+	pthread_t tw, tr, tf, td;
+	if (sock) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, wsock) == 0, "socketpair: %s", strerror(errno));
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, rsock) == 0, "socketpair: %s", strerror(errno));
+		CHECK(pthread_create(&tf, NULL, feeder, NULL) == 0, "pthread_create");
+		CHECK(pthread_create(&td, NULL, drain, NULL) == 0, "pthread_create");
+	}
 	CHECK(pthread_create(&tw, NULL, writer, NULL) == 0, "pthread_create");
 	CHECK(pthread_create(&tr, NULL, reader, NULL) == 0, "pthread_create");
 
@@ -143,6 +205,12 @@ int main(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(tw, NULL);
 	pthread_join(tr, NULL);
+	if (sock) {
+		shutdown(wsock[0], SHUT_RDWR);
+		shutdown(rsock[0], SHUT_RDWR);
+		pthread_join(tf, NULL);
+		pthread_join(td, NULL);
+	}
 
 	step = "checking fd_out";
 	CHECK(ios_during > 0, "the I/O threads made no calls during the %d launches", NFILES);
@@ -153,6 +221,7 @@ int main(void)
 		      buf[i], want);
 	}
 	free(buf);
-	printf("ok io_during_launch: %lu I/O calls on files being launched on\n", ios_during);
+	printf("ok io_during_launch: %lu I/O calls%s on files being launched on\n", ios_during,
+	       raw ? " through syscall()" : sock ? " through send() and recv()" : "");
 	return 0;
 }

@@ -427,8 +427,8 @@ static int case_sigbus(void)
 	return ITEST_PASS;
 }
 
-/* Another writer, not under the shim, changes the file (a raw pwrite
- * syscall, which no hook sees); the shim learns it from the file's times
+/* Another writer, not under the shim, changes the file (the pwrite
+ * syscall instruction itself, which no hook sees); the shim learns it from the file's times
  * and page checksums at the next acquire. When those reads fail, every
  * page counts as changed (never fewer), with a line naming the call, the
  * file and the errno, and the next acquire reads everything again; short
@@ -440,7 +440,7 @@ static void outside_write(int fd, int page, char c)
 
 	nanosleep(&pause, NULL); /* a new file time, even where times are coarse */
 	memset(buf, c, sizeof(buf));
-	(void)!syscall(SYS_pwrite64, fd, buf, sizeof(buf), (off_t)page * ITEST_PAGE);
+	(void)!itest_unseen_pwrite(fd, buf, sizeof(buf), (off_t)page * ITEST_PAGE);
 }
 
 static int moved_pages(const uint32_t *a, const uint32_t *b, char *out, size_t size)

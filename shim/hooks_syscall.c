@@ -1,0 +1,234 @@
+/* System calls made without their libc functions, and the other calls
+ * that copy to or from the program's memory.
+ *
+ * A program (or a library in it) that calls syscall(SYS_pwrite64, ...)
+ * must meet the shim as pwrite() does: its bytes recorded as a write of a
+ * managed file, its buffer kept out of the way of a vmm move (move_gate.c),
+ * a munmap of a region seen. So syscall() sends the numbers the shim
+ * interposes to the shim's own function of that name, gates the other
+ * numbers that take a user buffer (sockets, getrandom, mincore), and makes
+ * every other call to the next syscall() (libc's). The shim's own calls
+ * go to gaia_syscall_raw (shim.h makes its syscall() that), never to these
+ * hooks.
+ *
+ * send/recv and their to/from/msg forms and mincore take the
+ * gate as read() and write() do (README, "Known limits (GPU side)").
+ * io_uring and code that issues the syscall instruction itself are not
+ * seen.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define GAIA_SYSCALL_HOOKS /* this file defines syscall() */
+#include "shim.h"
+
+#define GAIA_EXPORT __attribute__((visibility("default")))
+
+#if !defined(__x86_64__)
+#error "hooks_syscall.c: the raw system call is written for x86-64"
+#endif
+
+static long raw_syscall(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* libc's convention: -1 and errno for a result in [-4095, -1]. */
+static long as_libc(long ret)
+{
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
+/* The next syscall() after the shim's (libc's, or an interposer's loaded
+ * after it), resolved on first use; the instruction itself until then and
+ * if there is none. */
+typedef long (*syscall_fn)(long, ...);
+static syscall_fn next_syscall(void)
+{
+	static syscall_fn next;
+	static int resolved;
+	if (!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)) {
+		static __thread bool resolving;
+		if (resolving)
+			return NULL;
+		resolving = true;
+		syscall_fn f = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+		resolving = false;
+		__atomic_store_n(&next, f, __ATOMIC_RELAXED);
+		__atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&next, __ATOMIC_RELAXED);
+}
+
+static long forward(long nr, const long *a)
+{
+	syscall_fn f = next_syscall();
+	if (f)
+		return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return as_libc(raw_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+}
+
+long gaia_syscall_raw(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return forward(nr, a);
+}
+
+/* The user buffer a call copies to or from (the first, for the socket
+ * calls with two), or 0 bytes. */
+static size_t user_buffer(long nr, const long *a, const void **buf)
+{
+	switch (nr) {
+	case SYS_sendto:
+	case SYS_recvfrom:
+	case SYS_getrandom:
+		*buf = (const void *)a[nr == SYS_getrandom ? 0 : 1];
+		return (size_t)a[nr == SYS_getrandom ? 1 : 2];
+	case SYS_sendmsg:
+	case SYS_recvmsg: {
+		const struct msghdr *m = (const struct msghdr *)a[1];
+		return m ? iov_span(m->msg_iov, (int)m->msg_iovlen, buf) : 0;
+	}
+	case SYS_mincore:
+		*buf = (const void *)a[0];
+		return (size_t)a[1];
+	default:
+		return 0;
+	}
+}
+
+GAIA_EXPORT long syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+
+	/* Offsets are one register on x86-64: preadv's and pwritev's high
+	 * halves (a[4]) are not used. */
+	switch (nr) {
+	case SYS_read:
+		return read((int)a[0], (void *)a[1], (size_t)a[2]);
+	case SYS_write:
+		return write((int)a[0], (const void *)a[1], (size_t)a[2]);
+	case SYS_pread64:
+		return pread64((int)a[0], (void *)a[1], (size_t)a[2], (off_t)a[3]);
+	case SYS_pwrite64:
+		return pwrite64((int)a[0], (const void *)a[1], (size_t)a[2], (off_t)a[3]);
+	case SYS_readv:
+		return readv((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_writev:
+		return writev((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_preadv:
+		return preadv((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3]);
+	case SYS_pwritev:
+		return pwritev((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3]);
+	case SYS_preadv2:
+		return preadv2((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3], (int)a[5]);
+	case SYS_pwritev2:
+		return pwritev2((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3], (int)a[5]);
+	case SYS_ftruncate:
+		return ftruncate((int)a[0], (off_t)a[1]);
+	case SYS_mmap: {
+		void *p = mmap((void *)a[0], (size_t)a[1], (int)a[2], (int)a[3], (int)a[4], (off_t)a[5]);
+		return p == MAP_FAILED ? -1 : (long)p;
+	}
+	case SYS_munmap:
+		return munmap((void *)a[0], (size_t)a[1]);
+	case SYS_mremap: {
+		void *p = mremap((void *)a[0], (size_t)a[1], (size_t)a[2], (int)a[3], (void *)a[4]);
+		return p == MAP_FAILED ? -1 : (long)p;
+	}
+	case SYS_mprotect:
+		return mprotect((void *)a[0], (size_t)a[1], (int)a[2]);
+	case SYS_msync:
+		return msync((void *)a[0], (size_t)a[1], (int)a[2]);
+	case SYS_madvise:
+		return madvise((void *)a[0], (size_t)a[1], (int)a[2]);
+	case SYS_close:
+		return close((int)a[0]);
+	case SYS_close_range:
+		return close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+	case SYS_dup2:
+		return dup2((int)a[0], (int)a[1]);
+	case SYS_dup3:
+		return dup3((int)a[0], (int)a[1], (int)a[2]);
+	case SYS_fcntl:
+		return fcntl((int)a[0], (int)a[1], a[2]);
+	default:
+		break;
+	}
+	const void *buf = NULL;
+	size_t len = user_buffer(nr, a, &buf);
+	return IO_GATED(buf, len, forward(nr, a));
+}
+
+/* --- libc functions with a user buffer the shim does not otherwise see --- */
+
+GAIA_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	return IO_GATED(buf, len, REAL(send)(fd, buf, len, flags));
+}
+
+GAIA_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+			   socklen_t tolen)
+{
+	return IO_GATED(buf, len, REAL(sendto)(fd, buf, len, flags, to, tolen));
+}
+
+GAIA_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	return IO_GATED(buf, len, REAL(recv)(fd, buf, len, flags));
+}
+
+GAIA_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	return IO_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
+}
+
+GAIA_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	const void *s = NULL;
+	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
+	return IO_GATED(s, len, REAL(sendmsg)(fd, msg, flags));
+}
+
+GAIA_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	const void *s = NULL;
+	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
+	return IO_GATED(s, len, REAL(recvmsg)(fd, msg, flags));
+}
+
+GAIA_EXPORT int mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return IO_GATED(addr, len, REAL(mincore)(addr, len, vec));
+}
