@@ -106,7 +106,7 @@ static int location_device(CUmemLocation l)
 
 /* A prefetch or advice whose range is a mapping: false when it is not one.
  * `device`: an ordinal, -1 for the host, -2 for an invalid location. */
-static bool mapped_hint(CUdeviceptr p, size_t n, int device, bool prefetch, CUresult *rc)
+static bool mapped_hint(CUdeviceptr p, size_t n, int device, bool prefetch, CUstream s, CUresult *rc)
 {
 	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)p, n))
 		return false;
@@ -114,15 +114,15 @@ static bool mapped_hint(CUdeviceptr p, size_t n, int device, bool prefetch, CUre
 	if (*rc != CUDA_SUCCESS || !prefetch)
 		return true;
 	int mode = gpu_capture_relax();
-	(void)gpu_prefetch_mapped(p, n, device >= 0, device, rc);
+	(void)gpu_prefetch_mapped(p, n, device >= 0, device, s, rc);
 	gpu_capture_restore(mode);
 	return true;
 }
 
-#define HINT(p, n, device, prefetch, real, ...)                                   \
+#define HINT(p, n, device, prefetch, s, real, ...)                                \
 	do {                                                                      \
 		CUresult rc_;                                                     \
-		if (mapped_hint((p), (n), (device), (prefetch), &rc_))            \
+		if (mapped_hint((p), (n), (device), (prefetch), (s), &rc_))       \
 			return rc_;                                               \
 		return (real) ? (real)(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED; \
 	} while (0)
@@ -134,45 +134,69 @@ static int device_or_host(CUdevice d)
 
 GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
 {
-	HINT(p, n, device_or_host(d), true, REAL_OF(cuMemPrefetchAsync), p, n, d, s);
+	HINT(p, n, device_or_host(d), true, s, REAL_OF(cuMemPrefetchAsync), p, n, d, s);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
 {
-	HINT(p, n, device_or_host(d), true, REAL_OF(cuMemPrefetchAsync_ptsz), p, n, d, s);
+	HINT(p, n, device_or_host(d), true, ASYNC_STREAM(s, true), REAL_OF(cuMemPrefetchAsync_ptsz), p, n, d, s);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation l, unsigned int flags,
 						    CUstream s)
 {
-	HINT(p, n, location_device(l), true, REAL_OF(cuMemPrefetchAsync_v2), p, n, l, flags, s);
+	HINT(p, n, location_device(l), true, s, REAL_OF(cuMemPrefetchAsync_v2), p, n, l, flags, s);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation l,
 							 unsigned int flags, CUstream s)
 {
-	HINT(p, n, location_device(l), true, REAL_OF(cuMemPrefetchAsync_v2_ptsz), p, n, l, flags, s);
+	HINT(p, n, location_device(l), true, ASYNC_STREAM(s, true), REAL_OF(cuMemPrefetchAsync_v2_ptsz), p, n, l, flags, s);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice d)
 {
-	HINT(p, n, device_or_host(d), false, REAL_OF(cuMemAdvise), p, n, advice, d);
+	HINT(p, n, device_or_host(d), false, NULL, REAL_OF(cuMemAdvise), p, n, advice, d);
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation l)
 {
-	HINT(p, n, location_device(l), false, REAL_OF(cuMemAdvise_v2), p, n, advice, l);
+	HINT(p, n, location_device(l), false, NULL, REAL_OF(cuMemAdvise_v2), p, n, advice, l);
 }
 
 /* --- peer copies --- */
 
-#define PEER_COPY(real, stream, async, ...)                                                            \
-	do {                                                                                           \
-		CUresult rc_;                                                                          \
-		if (gpu_copy_1d((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, GPU_COPY_UNIFIED, \
-				GPU_COPY_UNIFIED, (stream), (async), &rc_))                            \
-			return rc_;                                                                    \
-		return (real) ? (real)(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;                      \
+/* The copy runs with the device side's context current, so the stream a
+ * synchronous form waits for, and the device released, are that
+ * context's (a thread with no context current may make a peer copy). */
+static bool peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream stream,
+		      bool async, CUresult *rc)
+{
+	bool src_mapped = gpu_is_mapped_host((const void *)(uintptr_t)src, n);
+	if (!n || (!src_mapped && !gpu_is_mapped_host((const void *)(uintptr_t)dst, n)))
+		return false;
+	CUcontext ctx = src_mapped ? dctx : sctx, prev = NULL;
+	PFN_cuCtxPushCurrent_v4000 push = CUDA_REAL(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
+	PFN_cuCtxPopCurrent_v4000 pop = CUDA_REAL(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+	if (!ctx) {
+		*rc = CUDA_ERROR_INVALID_CONTEXT;
+		return true;
+	}
+	bool pushed = push && pop && push(ctx) == CUDA_SUCCESS;
+	if (!gpu_copy_1d((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED,
+			 stream, async, rc))
+		*rc = CUDA_ERROR_INVALID_VALUE; /* not reached: one side is a mapping */
+	if (pushed)
+		(void)pop(&prev);
+	return true;
+}
+
+#define PEER_COPY(real, stream, async, ...)                                          \
+	do {                                                                         \
+		CUresult rc_;                                                        \
+		if (peer_copy(dst, dctx, src, sctx, n, (stream), (async), &rc_))     \
+			return rc_;                                                  \
+		return (real) ? (real)(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED;    \
 	} while (0)
 
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n)

@@ -117,7 +117,8 @@ GAIA_HIDDEN bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value
 				   size_t height, CUstream stream, CUresult *rc);
 /* cuMemPrefetchAsync on a mapping: false when it is not one; else a
  * prefetch to `device` made its copy current, and *rc is the result. */
-GAIA_HIDDEN bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUresult *rc);
+GAIA_HIDDEN bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUstream stream,
+				     CUresult *rc);
 /* Host registration of a mapped range, kept by the shim. */
 GAIA_HIDDEN CUresult gpu_host_register(void *p, size_t len);
 GAIA_HIDDEN bool gpu_host_unregister(void *p);

@@ -145,6 +145,13 @@ bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_si
 	bool dst_mapped = dst_side != GPU_COPY_DEVICE && gpu_is_mapped_host(dst, n);
 	if (!n || (!src_mapped && !dst_mapped))
 		return false;
+	/* A range only partly in a mapping, or a destination mapping without
+	 * PROT_WRITE: refused, as the driver refuses host memory it cannot
+	 * reach (the CPU would fault on it here). */
+	if ((src_mapped && !mapping_within_one(src, n, false)) || (dst_mapped && !mapping_within_one(dst, n, true))) {
+		*rc = CUDA_ERROR_INVALID_VALUE;
+		return true;
+	}
 	if (refused_by_capture(stream, n, dst_mapped, rc))
 		return true;
 	gpu_hook_depth++;
@@ -196,13 +203,18 @@ static void store_pattern(uint8_t *dst, uint32_t value, unsigned elem, size_t co
 bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
 		       size_t height, CUstream stream, CUresult *rc)
 {
-	if (!width || !height || (height > 1 && pitch < width * elem))
+	size_t row, rows, span;
+	if (!width || !height || __builtin_mul_overflow(width, (size_t)elem, &row) ||
+	    __builtin_mul_overflow(height - 1, pitch, &rows) || __builtin_add_overflow(rows, row, &span) ||
+	    (height > 1 && pitch < row))
 		return false;
-	size_t span = (height - 1) * pitch + width * elem;
 	uint8_t *p = (uint8_t *)(uintptr_t)dst;
 	if (!gpu_is_mapped_host(p, span))
 		return false;
-	if (dst % elem || (height > 1 && pitch % elem)) {
+	/* What the driver would refuse for host memory it cannot write: part
+	 * of the range outside the mapping, a mapping without PROT_WRITE, a
+	 * misaligned element. */
+	if (dst % elem || (height > 1 && pitch % elem) || !mapping_within_one(p, span, true)) {
 		*rc = CUDA_ERROR_INVALID_VALUE;
 		return true;
 	}
@@ -220,11 +232,15 @@ bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned e
 	return true;
 }
 
-bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUresult *rc)
+bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUstream stream, CUresult *rc)
 {
 	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)ptr, n))
 		return false;
 	*rc = CUDA_SUCCESS;
+	PFN_cuStreamIsCapturing_v10000 capturing = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (capturing && capturing(stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
+		return true; /* a hint: a graph's launch acquires when it runs */
 	if (to_device) {
 		/* A hint: the device's copy made current now, as a launch
 		 * there would (README, "Copies, registration and pointer

@@ -81,6 +81,13 @@ static syscall_fn next_syscall(void)
 	return __atomic_load_n(&next, __ATOMIC_RELAXED);
 }
 
+/* Resolved before any lock of the shim's is held or a signal arrives
+ * (dlsym is neither async-signal-safe nor lock-free). */
+__attribute__((constructor)) static void resolve_next_syscall(void)
+{
+	(void)next_syscall();
+}
+
 static long forward(long nr, const long *a)
 {
 	syscall_fn f = next_syscall();
@@ -123,6 +130,8 @@ static size_t user_buffer(long nr, const long *a, const void **buf)
 	}
 }
 
+static long route(long nr, const long *a);
+
 GAIA_EXPORT long syscall(long nr, ...)
 {
 	long a[6];
@@ -132,6 +141,23 @@ GAIA_EXPORT long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 
+	/* A hook's real function may itself be built on syscall() (an
+	 * interposer loaded after the shim: tcmalloc's mmap is): inside a
+	 * routed call, a number goes to the kernel, or the two would call
+	 * each other for ever. */
+	static __thread int routing __attribute__((tls_model("initial-exec")));
+	if (routing)
+		return forward(nr, a);
+	routing++;
+	long r = route(nr, a);
+	routing--;
+	return r;
+}
+
+/* The numbers the shim interposes go to its functions; the others that
+ * take a user buffer pass the gate. */
+static long route(long nr, const long *a)
+{
 	/* Offsets are one register on x86-64: preadv's and pwritev's high
 	 * halves (a[4]) are not used. */
 	switch (nr) {
@@ -188,44 +214,54 @@ GAIA_EXPORT long syscall(long nr, ...)
 	}
 	const void *buf = NULL;
 	size_t len = user_buffer(nr, a, &buf);
+	if (!len || !mapping_overlaps(buf, len))
+		return forward(nr, a);
 	return IO_GATED(buf, len, forward(nr, a));
 }
 
-/* --- libc functions with a user buffer the shim does not otherwise see --- */
+/* --- libc functions with a user buffer the shim does not otherwise see ---
+ *
+ * These may block for as long as a peer likes (a thread parked in recv),
+ * so only a call whose buffer lies in a managed mapping takes the gate: a
+ * buffer exists before its call, and a mapping is managed before mmap
+ * returns, so a call whose buffer is in none has nothing a move could
+ * take away. */
+#define SOCKET_GATED(buf, len, call) \
+	(mapping_overlaps((buf), (len) ? (len) : 1) ? IO_GATED((buf), (len), (call)) : (call))
 
 GAIA_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	return IO_GATED(buf, len, REAL(send)(fd, buf, len, flags));
+	return SOCKET_GATED(buf, len, REAL(send)(fd, buf, len, flags));
 }
 
 GAIA_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
 			   socklen_t tolen)
 {
-	return IO_GATED(buf, len, REAL(sendto)(fd, buf, len, flags, to, tolen));
+	return SOCKET_GATED(buf, len, REAL(sendto)(fd, buf, len, flags, to, tolen));
 }
 
 GAIA_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	return IO_GATED(buf, len, REAL(recv)(fd, buf, len, flags));
+	return SOCKET_GATED(buf, len, REAL(recv)(fd, buf, len, flags));
 }
 
 GAIA_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
-	return IO_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
+	return SOCKET_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
 }
 
 GAIA_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	const void *s = NULL;
 	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
-	return IO_GATED(s, len, REAL(sendmsg)(fd, msg, flags));
+	return SOCKET_GATED(s, len, REAL(sendmsg)(fd, msg, flags));
 }
 
 GAIA_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	const void *s = NULL;
 	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
-	return IO_GATED(s, len, REAL(recvmsg)(fd, msg, flags));
+	return SOCKET_GATED(s, len, REAL(recvmsg)(fd, msg, flags));
 }
 
 GAIA_EXPORT int mincore(void *addr, size_t len, unsigned char *vec)

@@ -361,6 +361,34 @@ bool mapping_overlaps(const void *addr, size_t len)
 	return w.nseen > 0;
 }
 
+/* Whether [addr, addr+len) lies inside one piece of one managed mapping
+ * (and, with need_write, one mapped with PROT_WRITE). */
+struct within_walk {
+	uintptr_t start, end;
+	unsigned pieces;
+	bool inside, writable;
+};
+
+static int visit_within(const struct region *r, void *arg)
+{
+	struct within_walk *w = arg;
+	w->pieces++;
+	w->inside = r->start <= w->start && w->end <= r->end;
+	w->writable = (r->prot & PROT_WRITE) != 0;
+	return 0;
+}
+
+bool mapping_within_one(const void *addr, size_t len, bool need_write)
+{
+	uintptr_t a = (uintptr_t)addr;
+	if (!mapping_any() || !len || a + len < a)
+		return false;
+	struct within_walk w = {.start = a, .end = a + len};
+	pthread_once(&regions_once, regions_init);
+	region_for_each(&regions, a, len, visit_within, &w);
+	return w.pieces == 1 && w.inside && (!need_write || w.writable);
+}
+
 int mapping_release_range(const void *addr, size_t len)
 {
 	if (!mapping_any())

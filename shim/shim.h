@@ -247,6 +247,9 @@ GAIA_HIDDEN void mapping_adopt(void *addr, size_t len, int prot, int flags, int 
  * mremap): releases the CPU's writes there and forgets the range. */
 GAIA_HIDDEN void mapping_forget_range(void *addr, size_t len);
 GAIA_HIDDEN bool mapping_overlaps(const void *addr, size_t len);
+/* [addr, addr+len) lies inside one piece of one managed mapping, mapped
+ * with PROT_WRITE when need_write. */
+GAIA_HIDDEN bool mapping_within_one(const void *addr, size_t len, bool need_write);
 GAIA_HIDDEN int mapping_release_range(const void *addr, size_t len);
 /* The CPU's acquire: learns which pages other processes published since
  * the last acquire (their versions move). -ENOENT when nothing overlaps. */

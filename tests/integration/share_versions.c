@@ -27,11 +27,11 @@ static const char *const via_name[] = {"msync", "munmap", "exit", "GAIA_RELEASE_
 				       "nothing (a writer not under the shim)"};
 
 /* Writes like a process without the shim: system calls the shim cannot
- * see. Every write changes its byte, so checksums can see it. */
+ * see (the instruction itself). Every write changes its byte, so checksums can see it. */
 static void produce_foreign(int fd, const bool *pages)
 {
-	char *map = (char *)syscall(SYS_mmap, NULL, FILE_PAGES * ITEST_PAGE,
-				    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *map = (char *)itest_unseen_syscall(SYS_mmap, 0, FILE_PAGES * ITEST_PAGE, PROT_READ | PROT_WRITE,
+						 MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		_exit(2);
 	for (int p = 0; p < FILE_PAGES; p++) {
@@ -42,14 +42,14 @@ static void produce_foreign(int fd, const bool *pages)
 		} else {
 			char byte;
 			off_t at = (off_t)(p * ITEST_PAGE + 9);
-			if (syscall(SYS_pread64, fd, &byte, 1, at) != 1)
+			if (itest_unseen_syscall(SYS_pread64, fd, (long)&byte, 1, at, 0, 0) != 1)
 				_exit(3);
 			byte = (char)~byte;
-			if (syscall(SYS_pwrite64, fd, &byte, 1, at) != 1)
+			if (itest_unseen_syscall(SYS_pwrite64, fd, (long)&byte, 1, at, 0, 0) != 1)
 				_exit(3);
 		}
 	}
-	syscall(SYS_msync, map, FILE_PAGES * ITEST_PAGE, MS_SYNC);
+	itest_unseen_syscall(SYS_msync, (long)map, FILE_PAGES * ITEST_PAGE, MS_SYNC, 0, 0, 0);
 	_exit(0); /* no exit handlers: nothing is published */
 }
 

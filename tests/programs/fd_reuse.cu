@@ -81,7 +81,8 @@ int main(void)
 	CHECK(s == 7LL * (PAGE / 4), "the kernel saw sum %lld for page 3, not %lld: a write() "
 	      "through a reused descriptor number was lost", s, 7LL * (PAGE / 4));
 
-	/* 2. write(2) itself, not through libc. */
+	/* 2. write(2) through syscall(), not the libc function (interposed
+	 * too: a raw SYS_pwrite64 is a recorded write). */
 	step = "raw write system call";
 	fill_page(page, 9);
 	CHECK(syscall(SYS_pwrite64, again, page, PAGE, 5 * PAGE) == PAGE, "SYS_pwrite64: %s",

@@ -6,6 +6,9 @@
  *   cuMemsetD16/D32 (+Async) and cudaMemset2D/cuMemsetD2D32 with a pitch;
  *   a memset on a host-registered mapping;
  *   cudaMemcpyPeer/cudaMemcpyPeerAsync with m on either side;
+ *   a memset into a read-only mapping, and one running past a mapping's
+ *   end: refused with cudaErrorInvalidValue, nothing stored (the driver's
+ *   answer for host memory it cannot write);
  *   cudaMemPrefetchAsync to the device and to the CPU, and cudaMemAdvise,
  *   with CPU stores before them: each returns success and a kernel then
  *   reads the CPU's bytes.
@@ -153,6 +156,33 @@ static void registered_memset(void)
 	CUDA_OK(cudaHostUnregister(m));
 }
 
+static void refused_memsets(void)
+{
+	step = "cudaMemset into a read-only mapping";
+	unsigned char *ro = (unsigned char *)mmap(NULL, NB, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(ro != MAP_FAILED, "mmap read-only: %s", strerror(errno));
+	cudaError_t e = cudaMemset(ro + PAGE, 0x55, 100);
+	CHECK(e == cudaErrorInvalidValue, "returned %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	CHECK(munmap(ro, NB) == 0, "munmap: %s", strerror(errno));
+	everyone_sees_model();
+
+	step = "cudaMemset running past the end of a mapping";
+	e = cudaMemset(m + NB - PAGE, 0x66, 2 * PAGE);
+	CHECK(e == cudaErrorInvalidValue, "returned %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	everyone_sees_model();
+
+	step = "cudaMemcpy into a read-only mapping";
+	ro = (unsigned char *)mmap(NULL, NB, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(ro != MAP_FAILED, "mmap read-only: %s", strerror(errno));
+	e = cudaMemcpy(ro, d2, PAGE, cudaMemcpyDeviceToHost);
+	CHECK(e == cudaErrorInvalidValue, "returned %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	CHECK(munmap(ro, NB) == 0, "munmap: %s", strerror(errno));
+	everyone_sees_model();
+}
+
 static void peer_copies(cudaStream_t s)
 {
 	unsigned char *buf = (unsigned char *)malloc(NB), *d3;
@@ -249,6 +279,7 @@ int main(void)
 	memsets_runtime(s);
 	memsets_driver((CUstream)s);
 	registered_memset();
+	refused_memsets();
 	peer_copies(s);
 	prefetch_and_advise(s);
 
