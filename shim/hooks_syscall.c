@@ -96,14 +96,20 @@ static long forward(long nr, const long *a)
 	return as_libc(raw_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
+/* syscall()'s six argument registers, whatever the number takes. */
+#define TAKE_ARGS(a, nr)                          \
+	long a[6];                                \
+	do {                                      \
+		va_list ap_;                      \
+		va_start(ap_, nr);                \
+		for (int i_ = 0; i_ < 6; i_++)    \
+			a[i_] = va_arg(ap_, long); \
+		va_end(ap_);                      \
+	} while (0)
+
 long gaia_syscall_raw(long nr, ...)
 {
-	long a[6];
-	va_list ap;
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	TAKE_ARGS(a, nr);
 	return forward(nr, a);
 }
 
@@ -134,12 +140,7 @@ static long route(long nr, const long *a);
 
 GAIA_EXPORT long syscall(long nr, ...)
 {
-	long a[6];
-	va_list ap;
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	TAKE_ARGS(a, nr);
 
 	/* A hook's real function may itself be built on syscall() (an
 	 * interposer loaded after the shim: tcmalloc's mmap is): inside a
