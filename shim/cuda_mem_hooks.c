@@ -111,10 +111,10 @@ static bool mapped_hint(CUdeviceptr p, size_t n, int device, bool prefetch, CUst
 	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)p, n))
 		return false;
 	*rc = device == -2 ? CUDA_ERROR_INVALID_VALUE : device == -1 ? CUDA_SUCCESS : check_device(device);
-	if (*rc != CUDA_SUCCESS || !prefetch)
+	if (*rc != CUDA_SUCCESS || !prefetch || device < 0)
 		return true;
 	int mode = gpu_capture_relax();
-	(void)gpu_prefetch_mapped(p, n, device >= 0, device, s, rc);
+	*rc = gpu_prefetch_mapped(p, n, device, s);
 	gpu_capture_restore(mode);
 	return true;
 }

@@ -115,10 +115,9 @@ GAIA_HIDDEN bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy
  * the CPU after the stream's earlier work, and *rc is the result. */
 GAIA_HIDDEN bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
 				   size_t height, CUstream stream, CUresult *rc);
-/* cuMemPrefetchAsync on a mapping: false when it is not one; else a
- * prefetch to `device` made its copy current, and *rc is the result. */
-GAIA_HIDDEN bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUstream stream,
-				     CUresult *rc);
+/* cuMemPrefetchAsync of a range of mappings to `device`: its copy made
+ * current (nothing on a stream that captures a graph). */
+GAIA_HIDDEN CUresult gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, int device, CUstream stream);
 /* Host registration of a mapped range, kept by the shim. */
 GAIA_HIDDEN CUresult gpu_host_register(void *p, size_t len);
 GAIA_HIDDEN bool gpu_host_unregister(void *p);

@@ -232,25 +232,18 @@ bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned e
 	return true;
 }
 
-bool gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, bool to_device, int device, CUstream stream, CUresult *rc)
+CUresult gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, int device, CUstream stream)
 {
-	if (!n || !gpu_is_mapped_host((const void *)(uintptr_t)ptr, n))
-		return false;
-	*rc = CUDA_SUCCESS;
 	PFN_cuStreamIsCapturing_v10000 capturing = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	if (capturing && capturing(stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
-		return true; /* a hint: a graph's launch acquires when it runs */
-	if (to_device) {
-		/* A hint: the device's copy made current now, as a launch
-		 * there would (README, "Copies, registration and pointer
-		 * queries"). Only a device this thread's context is on can be
-		 * served; for another one the launch there does it. */
-		int err = gpu_device_acquire(device, (const void *)(uintptr_t)ptr, n);
-		if (err && err != -ENODEV)
-			*rc = cuda_result_of(err);
-	}
-	return true;
+		return CUDA_SUCCESS; /* a hint: a graph's launch acquires when it runs */
+	/* The device's copy made current now, as a launch there would (README,
+	 * "Copies, registration and pointer queries"). Only a device this
+	 * thread's context is on can be served; for another one the launch
+	 * there does it. */
+	int err = gpu_device_acquire(device, (const void *)(uintptr_t)ptr, n);
+	return err && err != -ENODEV ? cuda_result_of(err) : CUDA_SUCCESS;
 }
 
 /* --- host registration of a mapping --- */
