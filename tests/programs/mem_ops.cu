@@ -17,47 +17,14 @@
  */
 #include <cuda.h>
 
-#include "programs.h"
+#include "patterns.h"
 
 #define NB (16 * PAGE)
-
-static unsigned char pat(int k, size_t i)
-{
-	return (unsigned char)(i * 131 + (size_t)k * 29 + (i >> 9) * 7);
-}
-
-__global__ void copy_bytes(const unsigned char *src, unsigned char *dst, unsigned long long n)
-{
-	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
-		dst[i] = src[i];
-}
-SIMGPU_KERNEL(copy_bytes);
-
-__global__ void fill_pat(unsigned char *dst, unsigned long long from, unsigned long long to, int k)
-{
-	unsigned long long i = from + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-	for (; i < to; i += (unsigned long long)gridDim.x * blockDim.x)
-		dst[i] = (unsigned char)(i * 131 + (unsigned long long)k * 29 + (i >> 9) * 7);
-}
-SIMGPU_KERNEL(fill_pat);
 
 static int fd;
 static unsigned char *m;     /* the mapped file */
 static unsigned char *d2;    /* device buffer a kernel copies m into */
 static unsigned char *model; /* what the file must hold */
-
-static void fill(unsigned char *buf, size_t from, size_t to, int k)
-{
-	for (size_t i = from; i < to; i++)
-		buf[i] = pat(k, i);
-}
-
-static void same(const char *what, const unsigned char *got, const unsigned char *want, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		CHECK(got[i] == want[i], "%s: byte %zu is %#x, want %#x", what, i, got[i], want[i]);
-}
 
 /* The mapping, pread() and a kernel reading m must all show `model`. */
 static void everyone_sees_model(void)
