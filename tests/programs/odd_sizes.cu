@@ -9,7 +9,20 @@
  * Prints "file PATH SIZE" for each file; odd_sizes_repeat.sh runs it many
  * times and checks in the shim's log (GAIA_LOG=info) which backing each
  * file got.
+ *
+ * With argument "churn", another thread maps and unmaps anonymous memory
+ * in a loop all along (until the files are unmapped), through the system
+ * call itself as glibc does for large blocks, stacks and malloc arenas
+ * (calls no preloaded library sees): 64 KiB to 128 MiB, where the kernel
+ * likes, or with the address of the file being launched on, or just past
+ * its end, as a hint (the kernel takes a hint when the range is free). The
+ * address space changes under the shim while it places device copies and
+ * takes them down: each file must still get its own address, and the
+ * thread's mappings must keep their bytes.
  */
+#include <pthread.h>
+#include <sys/syscall.h>
+
 #include "programs.h"
 
 #define NFILES 5
@@ -35,7 +48,10 @@ struct file {
 	int fd;
 	size_t size;
 	unsigned char *m;
+	int unmapping; /* atomic: set before munmap */
 };
+
+static struct file *launching; /* atomic: the file being launched on or unmapped */
 
 static void open_one(struct file *f, size_t size)
 {
@@ -51,9 +67,11 @@ static void launch_one(struct file *f)
 	/* A CPU store through the mapping before the first launch. */
 	f->m[f->size - 1] = 0x77;
 	step = f->path;
+	__atomic_store_n(&launching, f, __ATOMIC_RELAXED);
 	SIMGPU_LAUNCH(add_index, 64, 256, 0, 0)(f->m, (unsigned long long)f->size);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
+	__atomic_store_n(&launching, (struct file *)NULL, __ATOMIC_RELAXED);
 }
 
 static void check_one(struct file *f)
@@ -71,10 +89,69 @@ static void check_one(struct file *f)
 	free(buf);
 }
 
-int main(void)
+/* The system call instruction itself, as glibc's malloc and pthread_create
+ * issue it: no preloaded library sees it (syscall() would reach the shim). */
+static long unseen_syscall(long nr, long a, long b, long c, long d, long e, long f)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+#else
+	return syscall(nr, a, b, c, d, e, f);
+#endif
+}
+
+static int stop_churn; /* atomic */
+static unsigned long churned;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	for (unsigned long k = 0; !__atomic_load_n(&stop_churn, __ATOMIC_RELAXED); k++) {
+		static const size_t lens[] = {64ul << 10, 2ul << 20, 128ul << 20};
+		size_t len = lens[k % 3];
+		struct file *f = __atomic_load_n(&launching, __ATOMIC_RELAXED);
+		uintptr_t hint = 0;
+		if (f && k % 4 == 1)
+			hint = (uintptr_t)f->m;
+		else if (f && k % 4 == 2)
+			hint = ((uintptr_t)f->m + f->size + 4095) & ~(uintptr_t)4095;
+		long p = unseen_syscall(SYS_mmap, (long)hint, (long)len, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		CHECK(p != -1, "mmap of %zu bytes: %s", len, strerror(errno));
+		CHECK(!f || k % 4 != 1 || (uintptr_t)p != hint || __atomic_load_n(&f->unmapping, __ATOMIC_ACQUIRE),
+		      "a mapping of %zu bytes asked for %s's address (%#lx) got it while the file was mapped there: "
+		      "its range was free for a moment", len, f->path, (unsigned long)hint);
+		volatile unsigned char *b = (volatile unsigned char *)p;
+		b[0] = 1;
+		b[len - 1] = 2;
+		sched_yield();
+		CHECK(b[0] == 1 && b[len - 1] == 2, "the churn thread's mapping of %zu bytes lost its bytes", len);
+		CHECK(unseen_syscall(SYS_munmap, p, (long)len, 0, 0, 0, 0) == 0, "munmap: %s", strerror(errno));
+		churned++;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
 {
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
+	pthread_t churner;
+	bool churning = argc > 1 && strcmp(argv[1], "churn") == 0;
+	if (churning)
+		CHECK(pthread_create(&churner, NULL, churn, NULL) == 0, "pthread_create");
 	static struct file files[2 * NFILES];
 	for (int f = 0; f < NFILES; f++) {	/* map, launch; map, launch; ... */
 		open_one(&files[f], sizes[f]);
@@ -87,9 +164,17 @@ int main(void)
 	for (int f = 0; f < 2 * NFILES; f++)
 		check_one(&files[f]);
 	for (int f = 0; f < 2 * NFILES; f++) {
+		__atomic_store_n(&launching, &files[f], __ATOMIC_RELAXED);
+		__atomic_store_n(&files[f].unmapping, 1, __ATOMIC_RELEASE);
 		munmap(files[f].m, files[f].size);
+		__atomic_store_n(&launching, (struct file *)NULL, __ATOMIC_RELAXED);
 		close(files[f].fd);
 		unlink(files[f].path);
+	}
+	if (churning) {
+		__atomic_store_n(&stop_churn, 1, __ATOMIC_RELAXED);
+		pthread_join(churner, NULL);
+		printf("churn: %lu mappings made and unmapped meanwhile\n", churned);
 	}
 	printf("ok odd_sizes\n");
 	return 0;

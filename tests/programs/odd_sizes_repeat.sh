@@ -1,12 +1,13 @@
 #!/bin/sh
-# odd_sizes_repeat.sh PROGRAM RUNS — run odd_sizes RUNS times (GAIA_LOG=info
-# in the environment). Every run must pass, and its log must say, for each
+# odd_sizes_repeat.sh PROGRAM RUNS [ARG] — run odd_sizes (with ARG, e.g.
+# churn) RUNS times (GAIA_LOG=info in the environment). Every run must pass, and its log must say, for each
 # file the program printed ("file PATH SIZE"), that the file's replica is
 # "at its own address" ("replica on device N, at its own address"), and
 # never "managed memory": the backing is the one
 # asked for (GAIA_BACKING=vmm) in every run, whatever the file's size.
 prog=$1
 runs=${2:-50}
+arg=${3-}
 # In the sanitizer builds the environment preloads the sanitizer into every
 # process: the shell's own helpers (mktemp, grep) are not ours to check
 # for leaks; the program is, with the options it was given.
@@ -16,7 +17,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gaia-odd-sizes-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 i=1
 while [ "$i" -le "$runs" ]; do
-    ASAN_OPTIONS="$prog_asan_options" "$prog" >"$tmp/out" 2>"$tmp/err"
+    ASAN_OPTIONS="$prog_asan_options" "$prog" $arg >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ "$rc" -eq 77 ]; then
         cat "$tmp/out" "$tmp/err"
