@@ -188,12 +188,15 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	}
 	const struct range_set *live = &m->engine.live;
 	void **aside = vmm ? calloc(live->count ? live->count : 1, sizeof(*aside)) : NULL;
+	int *prot = vmm ? calloc(live->count ? live->count : 1, sizeof(*prot)) : NULL;
 	if (vmm) {
 		mapping_collect_locked(m);
 		gpu_vmm_guard_begin(m->start, m->len);
-		for (size_t i = 0; aside && i < live->count; i++)
+		mapping_hold_begin(m->start, m->len);
+		for (size_t i = 0; aside && prot && i < live->count; i++)
 			aside[i] = gpu_vmm_move_aside(m->start + live->items[i].first * PG,
-						      (live->items[i].end - live->items[i].first) * PG, 0, 0);
+						      (live->items[i].end - live->items[i].first) * PG, 0, 0,
+						      &prot[i]);
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (!m->replicas[d])
@@ -211,12 +214,14 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		mapping_run_plan_locked(m);
 	}
 	if (vmm) {
-		for (size_t i = 0; aside && i < live->count; i++)
+		for (size_t i = 0; aside && prot && i < live->count; i++)
 			if (aside[i])
 				gpu_vmm_move_back(m, aside[i], m->start + live->items[i].first * PG,
-					  (live->items[i].end - live->items[i].first) * PG);
+						  (live->items[i].end - live->items[i].first) * PG, prot[i]);
+		gpu_vmm_hold_end(m);
 		gpu_vmm_guard_end();
 		free(aside);
+		free(prot);
 	}
 	if (m->store_view) {
 		REAL(munmap)(m->store_view, m->len);

@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -177,15 +179,70 @@ void gpu_vmm_guard_end(void)
 	pthread_mutex_unlock(&move_lock);
 }
 
+/* The protection of the mapping holding addr, from /proc/self/maps (the
+ * shim's own record is what the program asked at mmap, not what an
+ * mprotect of the whole range made it since); -1 when not found. */
+static int protection_at(uintptr_t addr)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[4096], line[256];
+	size_t used = 0;
+	int prot = -1;
+	bool skipping = false; /* the rest of a line longer than line[] */
+	for (ssize_t n; prot < 0 && (n = REAL(read)(fd, buf, sizeof(buf))) > 0;) {
+		for (ssize_t i = 0; i < n && prot < 0; i++) {
+			if (buf[i] != '\n') {
+				if (!skipping && used < sizeof(line) - 1)
+					line[used++] = buf[i];
+				else
+					skipping = true;
+				continue;
+			}
+			line[used] = 0;
+			unsigned long lo, hi;
+			char perms[5];
+			if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi)
+				prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+				       (perms[2] == 'x' ? PROT_EXEC : 0);
+			used = 0;
+			skipping = false;
+		}
+	}
+	REAL(close)(fd);
+	return prot;
+}
+
 /* Moves [addr, addr+len) of the CPU replica to a temporary place (the
  * kernel keeps the pages and the file behind them) outside [avoid,
  * avoid+avoid_len), the span the driver is about to reserve: a spot the
  * kernel picks inside it (the padding just given up, a gap below an
  * unaligned region) would make that reservation fail. Returns the new
- * address or NULL. The caller collected the written pages before: the
- * move drops the userfaultfd registration. */
-void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len)
+ * address or NULL, and the range's protection in *prot (the moved copy
+ * is PROT_NONE until gpu_vmm_move_back gives it back).
+ *
+ * The range is never free meanwhile: it is made inaccessible first (a
+ * thread touching it waits in the guard), moved with MREMAP_DONTUNMAP
+ * (the old range stays mapped, empty) and a PROT_NONE placeholder
+ * replaces what is left there. Were it free for a moment, any mapping
+ * made then — glibc's, by the system call itself, for a thread stack or
+ * a malloc arena, which the shim never sees — could land in it: the
+ * driver's reservation would then fail, and moving the replica back over
+ * it would destroy that mapping. Kernels before 5.13 refuse the flag for
+ * file mappings: there the range is free between the move and the
+ * placeholder, as it always was.
+ * The caller collected the written pages before: the move drops the
+ * userfaultfd registration. */
+void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, int *prot)
 {
+	*prot = protection_at(addr);
+	if (*prot < 0) {
+		gaia_debug("cannot move %zu bytes at %#lx aside: not in /proc/self/maps", len,
+			   (unsigned long)addr);
+		errno = EFAULT;
+		return NULL;
+	}
 	/* Room for the move and twice the span to avoid: wherever the kernel
 	 * puts it, one of its two ends lies outside the span by len or more.
 	 * The rest is given back once the spot is taken. */
@@ -210,18 +267,40 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 		if (spot + len < r + room)
 			REAL(munmap)((void *)(spot + len), r + room - (spot + len));
 	}
-	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
+	int err = 0;
+	void *moved = MAP_FAILED;
+	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
+		err = errno;
+	} else {
+		moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+				     (void *)spot);
+		if (moved == MAP_FAILED && errno == EINVAL) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap refuses MREMAP_DONTUNMAP for file mappings "
+				      "(Linux before 5.13): a range moved aside is free for a moment");
+			moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
+		}
+		if (moved == MAP_FAILED) {
+			err = errno;
+			REAL(mprotect)((void *)addr, len, *prot);
+		}
+	}
 	if (moved == MAP_FAILED) {
-		int err = errno;
 		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr, strerror(err));
 		REAL(munmap)((void *)spot, len);
 		errno = err;
 		return NULL;
 	}
+	/* Over what the move left (or, without the flag, into the hole). */
+	void *ph = REAL(mmap)((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+			      -1, 0);
+	if (ph == MAP_FAILED)
+		gaia_debug("no placeholder where %zu bytes at %#lx were: %s", len, (unsigned long)addr,
+			   strerror(errno));
 	return moved;
 }
 
-int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len)
+int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len, int prot)
 {
 	void *back = REAL(mremap)(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr);
 	if (back == MAP_FAILED) {
@@ -230,12 +309,59 @@ int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t
 			   (unsigned long)addr, from, strerror(err));
 		return -err;
 	}
+	if (REAL(mprotect)((void *)addr, len, prot) != 0) {
+		int err = errno;
+		gaia_error("cannot give the mapping of %s at %#lx its protection back after moving it: %s",
+			   m->path, (unsigned long)addr, strerror(err));
+		return -err;
+	}
 	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
 	int rc = m->tracked ? tracker_register((void *)addr, len) : 0;
 	if (rc)
 		gaia_error("cannot track writes to %s again after moving it: %s", m->path,
 			   strerror(-rc));
 	return rc;
+}
+
+/* Maps a PROT_NONE placeholder over [lo, hi) if all of it is free: true
+ * (*out the placeholder, NULL for an empty range), or false. */
+static bool hold_free(uintptr_t lo, uintptr_t hi, void **out)
+{
+	*out = NULL;
+	if (lo >= hi)
+		return true;
+	void *p = REAL(mmap)((void *)lo, hi - lo, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	if (p != (void *)lo) {
+		REAL(munmap)(p, hi - lo); /* a kernel that took it as a hint */
+		return false;
+	}
+	*out = p;
+	return true;
+}
+
+/* Ends mapping_hold_begin's hold of m's range: where the driver unmapped
+ * it, placeholders stand in the parts no live piece of m was moved back
+ * over (the pieces the program unmapped); they go, as the driver meant. */
+void gpu_vmm_hold_end(struct gaia_mapping *m)
+{
+	uintptr_t lo, hi;
+	if (!mapping_hold_end(&lo, &hi))
+		return;
+	const struct range_set *live = &m->engine.live;
+	uintptr_t at = lo;
+	for (size_t i = 0; i <= live->count; i++) {
+		uintptr_t next = i < live->count ? m->start + live->items[i].first * PG : hi;
+		uintptr_t after = i < live->count ? m->start + live->items[i].end * PG : hi;
+		if (next > hi)
+			next = hi;
+		if (next > at)
+			REAL(munmap)((void *)at, next - at);
+		if (after > at)
+			at = after;
+	}
 }
 
 /* vmm: device memory at the region's own address. The CPU replica is
@@ -266,38 +392,44 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	if (reserve_len < GAIA_VMM_SPAN_MIN)
 		reserve_len = (GAIA_VMM_SPAN_MIN + g - 1) & ~(g - 1);
 	mapping_collect_locked(m);
-	if (m->pad_len) {
-		REAL(munmap)((void *)m->pad_start, m->pad_len);
-		m->pad_len = 0;
-	}
 	gpu_vmm_guard_begin(m->start, m->len);
-	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len);
+	int prot;
+	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len, &prot);
 	if (!aside) {
 		int err = errno ? errno : ENOMEM;
 		gpu_vmm_guard_end();
 		return -err;
 	}
-	/* The span is held (a placeholder where it is free: the region's
-	 * place and its padding; anything else there makes the reservation
-	 * fail, as it would) until the driver maps its reservation there:
-	 * the driver's own mappings made meanwhile (it allocates as it
-	 * reserves) would otherwise land in the hole, the highest free one. */
-	void *held = REAL(mmap)((void *)span_start, reserve_len, PROT_NONE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-	if (held != MAP_FAILED && held != (void *)span_start) {
-		REAL(munmap)(held, reserve_len); /* a kernel that took it as a hint */
-		held = MAP_FAILED;
-	}
+	/* The span is held until the driver maps its reservation there: the
+	 * driver's own mappings made meanwhile (it allocates as it reserves)
+	 * would otherwise land in it. The region's place (the placeholder the
+	 * move left) and its padding are the shim's already; the rest (below
+	 * a region not on a boundary, past the padding) is taken where free,
+	 * and anything there makes the reservation fail, as it would. */
+	uintptr_t own_end = m->start + m->len, span_end = span_start + reserve_len;
+	if (m->pad_len && m->pad_start == own_end)
+		own_end += m->pad_len;
+	void *below = NULL, *above = NULL;
+	bool held = hold_free(span_start, m->start, &below) && hold_free(own_end, span_end, &above);
 	mapping_steer_begin(span_start, reserve_len);
+	mapping_hold_begin(m->start, m->len);
 	gaia_tsan_ignore_begin();
-	int rc = held == MAP_FAILED ? -EADDRINUSE
-				    : cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len,
-							  m->exec.writable, span_start, span_len, reserve_len);
+	int rc = !held ? -EADDRINUSE
+		       : cuda_replica_create(r, GAIA_BACKING_VMM, dev, m->start, m->len, m->exec.writable,
+					     span_start, span_len, reserve_len);
 	gaia_tsan_ignore_end();
 	bool taken = mapping_steer_end();
-	if (rc && held != MAP_FAILED && !taken)
-		REAL(munmap)(held, reserve_len); /* still the shim's placeholder */
-	int back = gpu_vmm_move_back(m, aside, m->start, m->len);
+	if (taken)
+		m->pad_len = 0; /* the driver's reservation is where the padding was */
+	if (rc && !taken) {
+		/* Still the shim's placeholders: the padding stays one. */
+		if (below)
+			REAL(munmap)(below, m->start - span_start);
+		if (above)
+			REAL(munmap)(above, span_end - own_end);
+	}
+	int back = gpu_vmm_move_back(m, aside, m->start, m->len, prot);
+	gpu_vmm_hold_end(m);
 	gpu_vmm_guard_end();
 	if (back && !rc) {
 		cuda_replica_destroy(r);
@@ -305,4 +437,3 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	}
 	return rc;
 }
-

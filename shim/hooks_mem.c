@@ -29,6 +29,46 @@ bool mapping_steer_end(void)
 	return __atomic_load_n(&steer_taken, __ATOMIC_ACQUIRE);
 }
 
+static __thread uintptr_t hold_start __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t hold_end __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t held_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t held_hi __attribute__((tls_model("initial-exec")));
+
+void mapping_hold_begin(uintptr_t start, size_t len)
+{
+	held_lo = held_hi = 0;
+	hold_start = start;
+	hold_end = start + len;
+}
+
+bool mapping_hold_end(uintptr_t *lo, uintptr_t *hi)
+{
+	hold_start = hold_end = 0;
+	*lo = held_lo;
+	*hi = held_hi;
+	return held_hi > held_lo;
+}
+
+/* munmap of a range overlapping the calling thread's hold: a placeholder
+ * where it overlaps, the rest unmapped. */
+static int munmap_holding(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, b = a + ((len + GAIA_PAGE - 1) & ~(uintptr_t)(GAIA_PAGE - 1));
+	uintptr_t lo = a > hold_start ? a : hold_start, hi = b < hold_end ? b : hold_end;
+	if (REAL(mmap)((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+		       0) == MAP_FAILED)
+		return -1;
+	if (!(held_hi > held_lo) || lo < held_lo)
+		held_lo = lo;
+	if (hi > held_hi)
+		held_hi = hi;
+	if (lo > a && REAL(munmap)(addr, lo - a) != 0)
+		return -1;
+	if (b > hi && REAL(munmap)((void *)hi, b - hi) != 0)
+		return -1;
+	return 0;
+}
+
 GAIA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset)
 {
 	uintptr_t steer = __atomic_load_n(&steer_start, __ATOMIC_ACQUIRE);
@@ -92,6 +132,8 @@ GAIA_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, of
 
 GAIA_EXPORT int munmap(void *addr, size_t len)
 {
+	if (hold_end && (uintptr_t)addr < hold_end && (uintptr_t)addr + len > hold_start && !((uintptr_t)addr & (GAIA_PAGE - 1)))
+		return munmap_holding(addr, len);
 	if (!gaia_in_shim && mapping_overlaps(addr, len)) {
 		gaia_in_shim++;
 		mapping_forget_range(addr, len);

@@ -229,6 +229,14 @@ GAIA_HIDDEN void mapping_place(size_t len, struct placement *place);
  * time (the caller holds the vmm move lock). */
 GAIA_HIDDEN void mapping_steer_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN bool mapping_steer_end(void);
+/* While a device replica is made or taken down, the calling thread's
+ * munmap of (part of) [start, start+len) — the driver freeing its
+ * reservation there — leaves a PROT_NONE placeholder in that part instead
+ * of a hole another thread's mapping could take before the CPU replica is
+ * moved back. mapping_hold_end: whether any munmap was turned so, and the
+ * extent of the parts it covered. */
+GAIA_HIDDEN void mapping_hold_begin(uintptr_t start, size_t len);
+GAIA_HIDDEN bool mapping_hold_end(uintptr_t *lo, uintptr_t *hi);
 GAIA_HIDDEN void mapping_place_done(struct placement *place, void *mapped);
 /* Gives the padding after a placed mapping to the managed mapping at addr
  * (freed with it); unmaps it when addr is not managed. */
