@@ -189,14 +189,21 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	const struct range_set *live = &m->engine.live;
 	void **aside = vmm ? calloc(live->count ? live->count : 1, sizeof(*aside)) : NULL;
 	int *prot = vmm ? calloc(live->count ? live->count : 1, sizeof(*prot)) : NULL;
+	bool *sealed = vmm ? calloc(live->count ? live->count : 1, sizeof(*sealed)) : NULL;
 	if (vmm) {
-		mapping_collect_locked(m);
+		/* Sealed first, collected then: no store slips in between. */
 		gpu_vmm_guard_begin(m->start, m->len);
 		mapping_hold_begin(m->start, m->len);
-		for (size_t i = 0; aside && prot && i < live->count; i++)
-			aside[i] = gpu_vmm_move_aside(m->start + live->items[i].first * PG,
-						      (live->items[i].end - live->items[i].first) * PG, 0, 0,
-						      &prot[i]);
+		for (size_t i = 0; sealed && prot && i < live->count; i++)
+			sealed[i] = !gpu_vmm_seal(m->start + live->items[i].first * PG,
+						  (live->items[i].end - live->items[i].first) * PG, &prot[i]);
+		mapping_collect_locked(m);
+		for (size_t i = 0; aside && sealed && prot && i < live->count; i++) {
+			uintptr_t a = m->start + live->items[i].first * PG;
+			size_t n = (live->items[i].end - live->items[i].first) * PG;
+			if (sealed[i] && !(aside[i] = gpu_vmm_move_aside(a, n, 0, 0)))
+				gpu_vmm_unseal(a, n, prot[i]);
+		}
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (!m->replicas[d])
@@ -214,7 +221,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		mapping_run_plan_locked(m);
 	}
 	if (vmm) {
-		for (size_t i = 0; aside && prot && i < live->count; i++)
+		for (size_t i = 0; aside && sealed && prot && i < live->count; i++)
 			if (aside[i])
 				gpu_vmm_move_back(m, aside[i], m->start + live->items[i].first * PG,
 						  (live->items[i].end - live->items[i].first) * PG, prot[i]);
@@ -222,6 +229,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		gpu_vmm_guard_end();
 		free(aside);
 		free(prot);
+		free(sealed);
 	}
 	if (m->store_view) {
 		REAL(munmap)(m->store_view, m->len);

@@ -44,7 +44,9 @@ GAIA_HIDDEN const char *gpu_vmm_probe(int device);
 GAIA_HIDDEN int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev);
 GAIA_HIDDEN void gpu_vmm_guard_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void gpu_vmm_guard_end(void);
-GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, int *prot);
+GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, int *prot);
+GAIA_HIDDEN void gpu_vmm_unseal(uintptr_t addr, size_t len, int prot);
+GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len);
 GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len, int prot);
 GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
 /* A device replica exists in this process: reads may be served by one. */

@@ -214,16 +214,41 @@ static int protection_at(uintptr_t addr)
 	return prot;
 }
 
-/* Moves [addr, addr+len) of the CPU replica to a temporary place (the
- * kernel keeps the pages and the file behind them) outside [avoid,
+/* Makes [addr, addr+len) of the CPU replica inaccessible before a move
+ * (a thread touching it waits in the guard; no store lands between the
+ * collection of written pages, which still sees them, and the move).
+ * Returns 0 and its protection in *prot, or -errno. */
+int gpu_vmm_seal(uintptr_t addr, size_t len, int *prot)
+{
+	*prot = protection_at(addr);
+	if (*prot < 0) {
+		gaia_debug("cannot move %zu bytes at %#lx aside: not in /proc/self/maps", len,
+			   (unsigned long)addr);
+		return -EFAULT;
+	}
+	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
+		int err = errno;
+		gaia_debug("cannot move %zu bytes at %#lx aside: mprotect: %s", len, (unsigned long)addr,
+			   strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+void gpu_vmm_unseal(uintptr_t addr, size_t len, int prot)
+{
+	REAL(mprotect)((void *)addr, len, prot);
+}
+
+/* Moves [addr, addr+len) of the CPU replica, sealed, to a temporary place
+ * (the kernel keeps the pages and the file behind them) outside [avoid,
  * avoid+avoid_len), the span the driver is about to reserve: a spot the
- * kernel picks inside it (the padding just given up, a gap below an
- * unaligned region) would make that reservation fail. Returns the new
- * address or NULL, and the range's protection in *prot (the moved copy
- * is PROT_NONE until gpu_vmm_move_back gives it back).
+ * kernel picks inside it (the padding, a gap below an unaligned region)
+ * would make that reservation fail. Returns the new address (PROT_NONE
+ * until gpu_vmm_move_back gives its protection back) or NULL (the range
+ * left where it was, sealed).
  *
- * The range is never free meanwhile: it is made inaccessible first (a
- * thread touching it waits in the guard), moved with MREMAP_DONTUNMAP
+ * The range is never free meanwhile: it is moved with MREMAP_DONTUNMAP
  * (the old range stays mapped, empty) and a PROT_NONE placeholder
  * replaces what is left there. Were it free for a moment, any mapping
  * made then — glibc's, by the system call itself, for a thread stack or
@@ -232,17 +257,10 @@ static int protection_at(uintptr_t addr)
  * it would destroy that mapping. Kernels before 5.13 refuse the flag for
  * file mappings: there the range is free between the move and the
  * placeholder, as it always was.
- * The caller collected the written pages before: the move drops the
- * userfaultfd registration. */
-void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, int *prot)
+ * The caller collected the written pages after sealing: the move drops
+ * the userfaultfd registration. */
+void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len)
 {
-	*prot = protection_at(addr);
-	if (*prot < 0) {
-		gaia_debug("cannot move %zu bytes at %#lx aside: not in /proc/self/maps", len,
-			   (unsigned long)addr);
-		errno = EFAULT;
-		return NULL;
-	}
 	/* Room for the move and twice the span to avoid: wherever the kernel
 	 * puts it, one of its two ends lies outside the span by len or more.
 	 * The rest is given back once the spot is taken. */
@@ -267,32 +285,26 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 		if (spot + len < r + room)
 			REAL(munmap)((void *)(spot + len), r + room - (spot + len));
 	}
-	int err = 0;
-	void *moved = MAP_FAILED;
-	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
-		err = errno;
-	} else {
-		moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-				     (void *)spot);
-		if (moved == MAP_FAILED && errno == EINVAL) {
-			static int once;
-			gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap refuses MREMAP_DONTUNMAP for file mappings "
-				      "(Linux before 5.13): a range moved aside is free for a moment");
-			moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
-		}
-		if (moved == MAP_FAILED) {
-			err = errno;
-			REAL(mprotect)((void *)addr, len, *prot);
-		}
+	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+				   (void *)spot);
+	bool left = moved != MAP_FAILED; /* an empty mapping where it was */
+	if (moved == MAP_FAILED && errno == EINVAL) {
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap refuses MREMAP_DONTUNMAP for file mappings "
+			      "(Linux before 5.13): a range moved aside is free for a moment");
+		moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
 	}
+	int err = errno;
 	if (moved == MAP_FAILED) {
 		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr, strerror(err));
 		REAL(munmap)((void *)spot, len);
 		errno = err;
 		return NULL;
 	}
-	/* Over what the move left (or, without the flag, into the hole). */
-	void *ph = REAL(mmap)((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+	/* Over what the move left; without the flag, into the hole unless
+	 * something took it meanwhile. */
+	void *ph = REAL(mmap)((void *)addr, len, PROT_NONE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (left ? MAP_FIXED : MAP_FIXED_NOREPLACE),
 			      -1, 0);
 	if (ph == MAP_FAILED)
 		gaia_debug("no placeholder where %zu bytes at %#lx were: %s", len, (unsigned long)addr,
@@ -391,12 +403,18 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		reserve_len = ((m->pad_start + m->pad_len + g - 1) & ~(g - 1)) - span_start;
 	if (reserve_len < GAIA_VMM_SPAN_MIN)
 		reserve_len = (GAIA_VMM_SPAN_MIN + g - 1) & ~(g - 1);
-	mapping_collect_locked(m);
 	gpu_vmm_guard_begin(m->start, m->len);
 	int prot;
-	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len, &prot);
+	int sealed = gpu_vmm_seal(m->start, m->len, &prot);
+	if (sealed) {
+		gpu_vmm_guard_end();
+		return sealed;
+	}
+	mapping_collect_locked(m);
+	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len);
 	if (!aside) {
 		int err = errno ? errno : ENOMEM;
+		gpu_vmm_unseal(m->start, m->len, prot);
 		gpu_vmm_guard_end();
 		return -err;
 	}
