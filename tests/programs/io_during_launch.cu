@@ -13,11 +13,16 @@
  * and syscall(SYS_read, ...) instead of the libc functions, as programs
  * and libraries that make raw system calls do. With "socket", W send()s
  * its chunks to a socket a drain thread empties, and R recv()s chunks of
- * fd_in's bytes that a feeder thread sends (fd_out then stays zero).
+ * fd_in's bytes that a feeder thread sends (fd_out then stays zero). With
+ * "mmsg" the same through sendmmsg() and recvmmsg(). With "vm", W copies
+ * its chunk out of the mapping with process_vm_readv() on its own process
+ * (then pwrite()s the copy), and R copies fd_in's chunk into the mapping
+ * with process_vm_writev(), as debuggers and checkpointing tools do.
  */
 #include <sys/socket.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "programs.h"
 
@@ -37,12 +42,29 @@ static int wrote[4];			/* fd_out chunks written */
 static int stop;			/* atomic */
 static unsigned long ios_during;	/* I/O calls made with a current file */
 static int raw;				/* through syscall() */
-static int sock;			/* through send()/recv() */
+static int sock;			/* through send()/recv() (or their mmsg forms) */
+static int mmsg;			/* through sendmmsg()/recvmmsg() */
+static int vm;				/* through process_vm_readv()/writev() */
 static int wsock[2], rsock[2];		/* W sends on wsock[0]; R receives on rsock[0] */
 static unsigned long r_next;		/* R's next chunk in socket mode */
 
 static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+	if (mmsg) {
+		struct iovec v = {(void *)buf, n};
+		struct mmsghdr mm;
+		memset(&mm, 0, sizeof(mm));
+		mm.msg_hdr.msg_iov = &v;
+		mm.msg_hdr.msg_iovlen = 1;
+		int r = sendmmsg(wsock[0], &mm, 1, MSG_NOSIGNAL);
+		return r == 1 ? (ssize_t)mm.msg_len : -1;
+	}
+	if (vm) {
+		static __thread unsigned char copy[CHUNK];
+		struct iovec local = {copy, n}, remote = {(void *)buf, n};
+		ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		return r == (ssize_t)n ? pwrite(fd, copy, n, off) : r;
+	}
 	if (sock)
 		return send(wsock[0], buf, n, MSG_NOSIGNAL);
 	return raw ? (ssize_t)syscall(SYS_pwrite64, fd, buf, n, off) : pwrite(fd, buf, n, off);
@@ -50,6 +72,23 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 
 static ssize_t do_read(int fd, void *buf, size_t n)
 {
+	if (mmsg) {
+		struct iovec v = {buf, n};
+		struct mmsghdr mm;
+		memset(&mm, 0, sizeof(mm));
+		mm.msg_hdr.msg_iov = &v;
+		mm.msg_hdr.msg_iovlen = 1;
+		int r = recvmmsg(rsock[0], &mm, 1, MSG_WAITALL, NULL);
+		return r == 1 ? (ssize_t)mm.msg_len : -1;
+	}
+	if (vm) {
+		static __thread unsigned char copy[CHUNK];
+		ssize_t got = read(fd, copy, n);
+		if (got != (ssize_t)n)
+			return got;
+		struct iovec local = {copy, n}, remote = {buf, n};
+		return process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+	}
 	if (sock)
 		return recv(rsock[0], buf, n, MSG_WAITALL);
 	return raw ? (ssize_t)syscall(SYS_read, fd, buf, n) : read(fd, buf, n);
@@ -152,7 +191,9 @@ static unsigned char want_byte(size_t i)
 int main(int argc, char **argv)
 {
 	raw = argc > 1 && strcmp(argv[1], "syscall") == 0;
-	sock = argc > 1 && strcmp(argv[1], "socket") == 0;
+	mmsg = argc > 1 && strcmp(argv[1], "mmsg") == 0;
+	vm = argc > 1 && strcmp(argv[1], "vm") == 0;
+	sock = mmsg || (argc > 1 && strcmp(argv[1], "socket") == 0);
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
 	pthread_rwlockattr_t ra;
@@ -222,6 +263,7 @@ int main(int argc, char **argv)
 	}
 	free(buf);
 	printf("ok io_during_launch: %lu I/O calls%s on files being launched on\n", ios_during,
-	       raw ? " through syscall()" : sock ? " through send() and recv()" : "");
+	       raw ? " through syscall()" : mmsg ? " through sendmmsg() and recvmmsg()"
+	       : sock ? " through send() and recv()" : vm ? " through process_vm_readv() and process_vm_writev()" : "");
 	return 0;
 }
