@@ -11,10 +11,10 @@
  * go to gaia_syscall_raw (shim.h makes its syscall() that), never to these
  * hooks.
  *
- * send/recv and their to/from/msg forms and mincore take the
- * gate as read() and write() do (README, "Known limits (GPU side)").
- * io_uring and code that issues the syscall instruction itself are not
- * seen.
+ * send/recv and their to/from/msg/mmsg forms, process_vm_readv/writev
+ * and mincore take the gate as read() and write() do (README, "Known
+ * limits (GPU side)"). io_uring and code that issues the syscall
+ * instruction itself are not seen.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -113,6 +113,73 @@ long gaia_syscall_raw(long nr, ...)
 	return forward(nr, a);
 }
 
+/* The buffers of a call that lie in managed mappings, as one range (the
+ * gate knows one): buffers in no mapping are left out, so a call parked
+ * on them (a recvmsg whose control buffer is on the stack) never holds a
+ * move up. */
+struct mapped_span {
+	uintptr_t lo, hi;
+};
+
+static void span_add(struct mapped_span *s, const void *p, size_t n)
+{
+	if (!p || !n || !mapping_overlaps(p, n))
+		return;
+	uintptr_t a = (uintptr_t)p, b = a + n;
+	if (s->hi <= s->lo || a < s->lo)
+		s->lo = a;
+	if (b > s->hi)
+		s->hi = b;
+}
+
+static void span_add_iov(struct mapped_span *s, const struct iovec *iov, size_t n)
+{
+	for (size_t i = 0; iov && i < n; i++)
+		span_add(s, iov[i].iov_base, iov[i].iov_len);
+}
+
+static void span_add_msg(struct mapped_span *s, const struct msghdr *m)
+{
+	if (!m)
+		return;
+	span_add_iov(s, m->msg_iov, m->msg_iovlen);
+	span_add(s, m->msg_name, m->msg_namelen);
+	span_add(s, m->msg_control, m->msg_controllen);
+}
+
+static size_t span_of(const struct mapped_span *s, const void **buf)
+{
+	*buf = (const void *)s->lo;
+	return s->hi > s->lo ? s->hi - s->lo : 0;
+}
+
+static size_t msg_buffers(const struct msghdr *m, const void **buf)
+{
+	struct mapped_span s = {0, 0};
+	span_add_msg(&s, m);
+	return span_of(&s, buf);
+}
+
+static size_t mmsg_buffers(const struct mmsghdr *v, unsigned n, const void **buf)
+{
+	struct mapped_span s = {0, 0};
+	for (unsigned i = 0; v && i < n; i++)
+		span_add_msg(&s, &v[i].msg_hdr);
+	return span_of(&s, buf);
+}
+
+/* process_vm_*: the local buffers, and the remote ones when the process is
+ * this one. */
+static size_t vm_buffers(pid_t pid, const struct iovec *local, unsigned long nlocal, const struct iovec *remote,
+			 unsigned long nremote, const void **buf)
+{
+	struct mapped_span s = {0, 0};
+	span_add_iov(&s, local, nlocal);
+	if (pid == getpid())
+		span_add_iov(&s, remote, nremote);
+	return span_of(&s, buf);
+}
+
 /* The user buffer a call copies to or from (the first, for the socket
  * calls with two), or 0 bytes. */
 static size_t user_buffer(long nr, const long *a, const void **buf)
@@ -124,10 +191,15 @@ static size_t user_buffer(long nr, const long *a, const void **buf)
 		*buf = (const void *)a[nr == SYS_getrandom ? 0 : 1];
 		return (size_t)a[nr == SYS_getrandom ? 1 : 2];
 	case SYS_sendmsg:
-	case SYS_recvmsg: {
-		const struct msghdr *m = (const struct msghdr *)a[1];
-		return m ? iov_span(m->msg_iov, (int)m->msg_iovlen, buf) : 0;
-	}
+	case SYS_recvmsg:
+		return msg_buffers((const struct msghdr *)a[1], buf);
+	case SYS_sendmmsg:
+	case SYS_recvmmsg:
+		return mmsg_buffers((const struct mmsghdr *)a[1], (unsigned)a[2], buf);
+	case SYS_process_vm_readv:
+	case SYS_process_vm_writev:
+		return vm_buffers((pid_t)a[0], (const struct iovec *)a[1], (unsigned long)a[2],
+				  (const struct iovec *)a[3], (unsigned long)a[4], buf);
 	case SYS_mincore:
 		*buf = (const void *)a[0];
 		return (size_t)a[1];
@@ -251,18 +323,51 @@ GAIA_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct so
 	return SOCKET_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
 }
 
+/* The buffers in mappings only (msg_buffers): gated when there are any. */
+#define BUFFERS_GATED(buf, len, call) ((len) ? IO_GATED((buf), (len), (call)) : (call))
+
 GAIA_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	const void *s = NULL;
-	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
-	return SOCKET_GATED(s, len, REAL(sendmsg)(fd, msg, flags));
+	size_t len = msg_buffers(msg, &s);
+	return BUFFERS_GATED(s, len, REAL(sendmsg)(fd, msg, flags));
 }
 
 GAIA_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	const void *s = NULL;
-	size_t len = msg ? iov_span(msg->msg_iov, (int)msg->msg_iovlen, &s) : 0;
-	return SOCKET_GATED(s, len, REAL(recvmsg)(fd, msg, flags));
+	size_t len = msg_buffers(msg, &s);
+	return BUFFERS_GATED(s, len, REAL(recvmsg)(fd, msg, flags));
+}
+
+GAIA_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	const void *s = NULL;
+	size_t len = mmsg_buffers(vec, vlen, &s);
+	return BUFFERS_GATED(s, len, REAL(sendmmsg)(fd, vec, vlen, flags));
+}
+
+GAIA_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout)
+{
+	const void *s = NULL;
+	size_t len = mmsg_buffers(vec, vlen, &s);
+	return BUFFERS_GATED(s, len, REAL(recvmmsg)(fd, vec, vlen, flags, timeout));
+}
+
+GAIA_EXPORT ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
+				     const struct iovec *remote, unsigned long nremote, unsigned long flags)
+{
+	const void *s = NULL;
+	size_t len = vm_buffers(pid, local, nlocal, remote, nremote, &s);
+	return BUFFERS_GATED(s, len, REAL(process_vm_readv)(pid, local, nlocal, remote, nremote, flags));
+}
+
+GAIA_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec *local, unsigned long nlocal,
+				      const struct iovec *remote, unsigned long nremote, unsigned long flags)
+{
+	const void *s = NULL;
+	size_t len = vm_buffers(pid, local, nlocal, remote, nremote, &s);
+	return BUFFERS_GATED(s, len, REAL(process_vm_writev)(pid, local, nlocal, remote, nremote, flags));
 }
 
 GAIA_EXPORT int mincore(void *addr, size_t len, unsigned char *vec)

@@ -33,6 +33,7 @@ __attribute__((visibility("hidden"))) long gaia_syscall_raw(long nr, ...);
 #define GAIA_HIDDEN __attribute__((visibility("hidden")))
 
 /* --- the real libc functions (real.c), resolved once with RTLD_NEXT --- */
+struct mmsghdr; /* <sys/socket.h> declares it only under _GNU_SOURCE */
 #define GAIA_REAL_FUNCS(X)                                                              \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                         \
 	X(munmap, int, (void *, size_t))                                                \
@@ -62,6 +63,10 @@ __attribute__((visibility("hidden"))) long gaia_syscall_raw(long nr, ...);
 	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
 	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                          \
 	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                \
+	X(sendmmsg, int, (int, struct mmsghdr *, unsigned int, int))                     \
+	X(recvmmsg, int, (int, struct mmsghdr *, unsigned int, int, struct timespec *))   \
+	X(process_vm_readv, ssize_t, (pid_t, const struct iovec *, unsigned long, const struct iovec *, unsigned long, unsigned long)) \
+	X(process_vm_writev, ssize_t, (pid_t, const struct iovec *, unsigned long, const struct iovec *, unsigned long, unsigned long)) \
 	X(mincore, int, (void *, size_t, unsigned char *))
 
 struct gaia_real {
