@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -439,6 +440,108 @@ static void case_mprotect_writable(void)
 	CHECK(m[PAGE + 1] == 8 && m[PAGE] == 5, "the CPU's bytes: %u %u", m[PAGE + 1], m[PAGE]);
 }
 
+/* The protection /proc/self/maps shows at a (PROT_* bits), or -1. */
+static int protection_of(const void *a)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	CHECK(f != NULL, "fopen /proc/self/maps: %s", strerror(errno));
+	char line[512];
+	int prot = -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && (uintptr_t)a >= lo && (uintptr_t)a < hi)
+			prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0);
+	}
+	fclose(f);
+	return prot;
+}
+
+/* Part of a mapping made read-only before the first launch (a header the
+ * program protects): the device copy changes no protection. Page 0
+ * read-only, page 2 too; the kernel writes pages 4-5; the CPU then writes
+ * pages 1 and 3 (a store into a page the shim made read-only would kill
+ * the program). */
+static void case_mixed_protections(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = m;
+	CHECK(mprotect(m, PAGE, PROT_READ) == 0 && mprotect(m + 2 * PAGE, PAGE, PROT_READ) == 0, "mprotect: %s",
+	      strerror(errno));
+	launch_write(m, 4 * PAGE, 6 * PAGE, 1, 0, 6);
+	CUDA_OK(cudaDeviceSynchronize());
+	const int want[8] = {PROT_READ, PROT_READ | PROT_WRITE, PROT_READ, PROT_READ | PROT_WRITE,
+			     PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE,
+			     PROT_READ | PROT_WRITE};
+	for (int p = 0; p < 8; p++)
+		CHECK(protection_of(m + p * PAGE) == want[p], "after the first launch page %d has protection %d, want %d",
+		      p, protection_of(m + p * PAGE), want[p]);
+	m[PAGE + 1] = 8;
+	m[3 * PAGE + 1] = 9;
+	CHECK(m[4 * PAGE] == 6 && m[6 * PAGE] == 5, "the kernel's bytes: %u %u", m[4 * PAGE], m[6 * PAGE]);
+}
+
+/* A read-only mapping with a device copy, one page then made writable:
+ * the copy goes (kernels' writes count from then on), and the page keeps
+ * the protection the program just gave it. */
+static void case_mprotect_part_writable(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = m;
+	launch_write(m, 0, PAGE, 1, 0, 6);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(mprotect(m + PAGE, PAGE, PROT_READ | PROT_WRITE) == 0, "mprotect: %s", strerror(errno));
+	CHECK(protection_of(m + PAGE) == (PROT_READ | PROT_WRITE), "page 1 has protection %d after mprotect",
+	      protection_of(m + PAGE));
+	CHECK(protection_of(m) == PROT_READ, "page 0 has protection %d", protection_of(m));
+	m[PAGE + 1] = 8;
+	launch_write(m, 2 * PAGE, 3 * PAGE, 1, 0, 7);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[PAGE + 1] == 8 && m[PAGE] == 5, "the CPU's bytes: %u %u", m[PAGE + 1], m[PAGE]);
+}
+
+/* The program has used every descriptor when it unmaps half of a file with
+ * a device copy (the copy goes): the other half stays mapped, with its
+ * bytes, and writable. */
+static void case_unmap_without_descriptors(void)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = m;
+	launch_write(m, 4 * PAGE, 5 * PAGE, 1, 0, 6);
+	CUDA_OK(cudaDeviceSynchronize());
+	struct rlimit was, low;
+	CHECK(getrlimit(RLIMIT_NOFILE, &was) == 0, "getrlimit: %s", strerror(errno));
+	low = was;
+	low.rlim_cur = 256;
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit: %s", strerror(errno));
+	int taken[256], n = 0;
+	while (n < 256 && (taken[n] = dup(0)) >= 0)
+		n++;
+	CHECK(n < 256 && errno == EMFILE, "dup stopped after %d descriptors: %s", n, strerror(errno));
+	int rc = munmap(m, 4 * PAGE);
+	int err = errno;
+	for (int i = 0; i < n; i++)
+		close(taken[i]);
+	CHECK(setrlimit(RLIMIT_NOFILE, &was) == 0, "setrlimit: %s", strerror(errno));
+	CHECK(rc == 0, "munmap of half the file with no descriptor left: %s", strerror(err));
+	CHECK(protection_of(m + 4 * PAGE) == (PROT_READ | PROT_WRITE), "the other half has protection %d",
+	      protection_of(m + 4 * PAGE));
+	CHECK(m[4 * PAGE] == 6 && m[5 * PAGE] == 5, "the other half's bytes: %u %u", m[4 * PAGE], m[5 * PAGE]);
+	m[5 * PAGE] = 1;
+	munmap(m + 4 * PAGE, 4 * PAGE);
+	close(fd);
+	last_map = NULL; /* no replica left to tell the backing by */
+}
+
 static uint64_t dtoh_bytes(void)
 {
 #ifndef __CUDACC__
@@ -682,6 +785,12 @@ int main(int argc, char **argv)
 		case_late_fault_after_move();
 	else if (!strcmp(c, "mprotect_writable"))
 		case_mprotect_writable();
+	else if (!strcmp(c, "mixed_protections"))
+		case_mixed_protections();
+	else if (!strcmp(c, "mprotect_part_writable"))
+		case_mprotect_part_writable();
+	else if (!strcmp(c, "unmap_without_descriptors"))
+		case_unmap_without_descriptors();
 	else if (!strcmp(c, "peer_read"))
 		case_peer_read();
 	else if (!strcmp(c, "store_view_unavailable"))
