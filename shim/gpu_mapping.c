@@ -188,21 +188,20 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	}
 	const struct range_set *live = &m->engine.live;
 	void **aside = vmm ? calloc(live->count ? live->count : 1, sizeof(*aside)) : NULL;
-	int *prot = vmm ? calloc(live->count ? live->count : 1, sizeof(*prot)) : NULL;
+	struct vmm_seal *seal = vmm ? calloc(live->count ? live->count : 1, sizeof(*seal)) : NULL;
 	bool *sealed = vmm ? calloc(live->count ? live->count : 1, sizeof(*sealed)) : NULL;
 	if (vmm) {
 		/* Sealed first, collected then: no store slips in between. */
 		gpu_vmm_guard_begin(m->start, m->len);
 		mapping_hold_begin(m->start, m->len);
-		for (size_t i = 0; sealed && prot && i < live->count; i++)
+		for (size_t i = 0; sealed && seal && i < live->count; i++)
 			sealed[i] = !gpu_vmm_seal(m->start + live->items[i].first * PG,
-						  (live->items[i].end - live->items[i].first) * PG, &prot[i]);
+						  (live->items[i].end - live->items[i].first) * PG, m->prot, &seal[i]);
 		mapping_collect_locked(m);
-		for (size_t i = 0; aside && sealed && prot && i < live->count; i++) {
-			uintptr_t a = m->start + live->items[i].first * PG;
-			size_t n = (live->items[i].end - live->items[i].first) * PG;
-			if (sealed[i] && !(aside[i] = gpu_vmm_move_aside(a, n, 0, 0)))
-				gpu_vmm_unseal(a, n, prot[i]);
+		for (size_t i = 0; aside && sealed && seal && i < live->count; i++) {
+			bool placeheld;
+			if (sealed[i] && !(aside[i] = gpu_vmm_move_aside(seal[i].start, seal[i].len, 0, 0, &placeheld)))
+				gpu_vmm_unseal(&seal[i]);
 		}
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
@@ -221,14 +220,13 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		mapping_run_plan_locked(m);
 	}
 	if (vmm) {
-		for (size_t i = 0; aside && sealed && prot && i < live->count; i++)
+		for (size_t i = 0; aside && sealed && seal && i < live->count; i++)
 			if (aside[i])
-				gpu_vmm_move_back(m, aside[i], m->start + live->items[i].first * PG,
-						  (live->items[i].end - live->items[i].first) * PG, prot[i]);
+				gpu_vmm_move_back(m, aside[i], &seal[i]);
 		gpu_vmm_hold_end(m);
 		gpu_vmm_guard_end();
 		free(aside);
-		free(prot);
+		free(seal);
 		free(sealed);
 	}
 	if (m->store_view) {

@@ -44,10 +44,23 @@ GAIA_HIDDEN const char *gpu_vmm_probe(int device);
 GAIA_HIDDEN int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev);
 GAIA_HIDDEN void gpu_vmm_guard_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void gpu_vmm_guard_end(void);
-GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, int *prot);
-GAIA_HIDDEN void gpu_vmm_unseal(uintptr_t addr, size_t len, int prot);
-GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len);
-GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len, int prot);
+/* A range sealed for a move: its protections, per part, to give back. */
+#define GAIA_SEAL_PARTS 16
+struct vmm_seal_part {
+	size_t off, len;
+	int prot;
+};
+struct vmm_seal {
+	uintptr_t start;
+	size_t len;
+	unsigned n;
+	struct vmm_seal_part part[GAIA_SEAL_PARTS];
+};
+GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, int known, struct vmm_seal *s);
+GAIA_HIDDEN int gpu_vmm_unseal(const struct vmm_seal *s);
+GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len,
+				     bool *placeheld);
+GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, void *from, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
 /* A device replica exists in this process: reads may be served by one. */
 GAIA_HIDDEN void gpu_peer_enable(void);

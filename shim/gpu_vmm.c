@@ -179,20 +179,23 @@ void gpu_vmm_guard_end(void)
 	pthread_mutex_unlock(&move_lock);
 }
 
-/* The protection of the mapping holding addr, from /proc/self/maps (the
- * shim's own record is what the program asked at mmap, not what an
- * mprotect of the whole range made it since); -1 when not found. */
-static int protection_at(uintptr_t addr)
+/* The protections over [addr, addr+len), from /proc/self/maps (the
+ * shim's own record is what the program asked at mmap; an mprotect of
+ * part of the range since splits it): each kernel mapping area's, merged
+ * where equal. 0, -EFAULT where part of the range is not mapped, -E2BIG
+ * past GAIA_SEAL_PARTS parts, or -errno when the file cannot be read. */
+static int read_protections(uintptr_t addr, size_t len, struct vmm_seal *s)
 {
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	char buf[4096], line[256];
 	size_t used = 0;
-	int prot = -1;
+	int rc = 0;
+	uintptr_t covered = addr, end = addr + len;
 	bool skipping = false; /* the rest of a line longer than line[] */
-	for (ssize_t n; prot < 0 && (n = REAL(read)(fd, buf, sizeof(buf))) > 0;) {
-		for (ssize_t i = 0; i < n && prot < 0; i++) {
+	for (ssize_t n; !rc && covered < end && (n = REAL(read)(fd, buf, sizeof(buf))) > 0;) {
+		for (ssize_t i = 0; i < n && !rc && covered < end; i++) {
 			if (buf[i] != '\n') {
 				if (!skipping && used < sizeof(line) - 1)
 					line[used++] = buf[i];
@@ -201,43 +204,77 @@ static int protection_at(uintptr_t addr)
 				continue;
 			}
 			line[used] = 0;
-			unsigned long lo, hi;
-			char perms[5];
-			if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi)
-				prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-				       (perms[2] == 'x' ? PROT_EXEC : 0);
 			used = 0;
 			skipping = false;
+			unsigned long lo, hi;
+			char perms[5];
+			if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || hi <= covered || lo >= end)
+				continue;
+			if (lo > covered) {
+				rc = -EFAULT; /* a hole */
+				break;
+			}
+			int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+				   (perms[2] == 'x' ? PROT_EXEC : 0);
+			uintptr_t top = hi < end ? hi : end;
+			if (s->n && s->part[s->n - 1].prot == prot) {
+				s->part[s->n - 1].len += top - covered;
+			} else if (s->n == GAIA_SEAL_PARTS) {
+				rc = -E2BIG;
+				break;
+			} else {
+				s->part[s->n].off = covered - addr;
+				s->part[s->n].len = top - covered;
+				s->part[s->n].prot = prot;
+				s->n++;
+			}
+			covered = top;
 		}
 	}
 	REAL(close)(fd);
-	return prot;
+	return rc ? rc : covered < end ? -EFAULT : 0;
 }
 
 /* Makes [addr, addr+len) of the CPU replica inaccessible before a move
  * (a thread touching it waits in the guard; no store lands between the
- * collection of written pages, which still sees them, and the move).
- * Returns 0 and its protection in *prot, or -errno. */
-int gpu_vmm_seal(uintptr_t addr, size_t len, int *prot)
+ * collection of written pages, which still sees them, and the move), and
+ * records its protections in *s for gpu_vmm_unseal and gpu_vmm_move_back.
+ * Where /proc/self/maps cannot be read (no descriptor left), the range is
+ * taken to have `known`, the shim's record. Returns 0 or -errno. */
+int gpu_vmm_seal(uintptr_t addr, size_t len, int known, struct vmm_seal *s)
 {
-	*prot = protection_at(addr);
-	if (*prot < 0) {
-		gaia_debug("cannot move %zu bytes at %#lx aside: not in /proc/self/maps", len,
-			   (unsigned long)addr);
-		return -EFAULT;
+	memset(s, 0, sizeof(*s));
+	s->start = addr;
+	s->len = len;
+	int rc = read_protections(addr, len, s);
+	if (rc && rc != -EFAULT && rc != -E2BIG) {
+		gaia_debug("cannot read /proc/self/maps (%s): the protection of %zu bytes at %#lx taken as "
+			   "recorded", strerror(-rc), len, (unsigned long)addr);
+		s->n = 1;
+		s->part[0] = (struct vmm_seal_part){0, len, known};
+		rc = 0;
+	}
+	if (rc) {
+		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr,
+			   rc == -EFAULT ? "part of it is not mapped" : "more protections than recorded");
+		return rc;
 	}
 	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
-		int err = errno;
+		rc = -errno;
 		gaia_debug("cannot move %zu bytes at %#lx aside: mprotect: %s", len, (unsigned long)addr,
-			   strerror(err));
-		return -err;
+			   strerror(-rc));
+		return rc;
 	}
 	return 0;
 }
 
-void gpu_vmm_unseal(uintptr_t addr, size_t len, int prot)
+/* Gives the sealed range its protections back, where it is. */
+int gpu_vmm_unseal(const struct vmm_seal *s)
 {
-	REAL(mprotect)((void *)addr, len, prot);
+	for (unsigned i = 0; i < s->n; i++)
+		if (REAL(mprotect)((void *)(s->start + s->part[i].off), s->part[i].len, s->part[i].prot) != 0)
+			return -errno;
+	return 0;
 }
 
 /* Moves [addr, addr+len) of the CPU replica, sealed, to a temporary place
@@ -255,12 +292,14 @@ void gpu_vmm_unseal(uintptr_t addr, size_t len, int prot)
  * a malloc arena, which the shim never sees — could land in it: the
  * driver's reservation would then fail, and moving the replica back over
  * it would destroy that mapping. Kernels before 5.13 refuse the flag for
- * file mappings: there the range is free between the move and the
- * placeholder, as it always was.
+ * file mappings (and any kernel may refuse it for want of memory): there
+ * the range is free between the move and the placeholder, and
+ * *placeheld says whether the placeholder got it.
  * The caller collected the written pages after sealing: the move drops
  * the userfaultfd registration. */
-void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len)
+void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, bool *placeheld)
 {
+	*placeheld = false;
 	/* Room for the move and twice the span to avoid: wherever the kernel
 	 * puts it, one of its two ends lies outside the span by len or more.
 	 * The rest is given back once the spot is taken. */
@@ -288,10 +327,13 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
 				   (void *)spot);
 	bool left = moved != MAP_FAILED; /* an empty mapping where it was */
-	if (moved == MAP_FAILED && errno == EINVAL) {
+	if (moved == MAP_FAILED) {
+		/* EINVAL: Linux before 5.13 refuses the flag for file mappings;
+		 * ENOMEM: the area the flag keeps is one too many, or its
+		 * memory is charged again (strict overcommit). */
 		static int once;
-		gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap refuses MREMAP_DONTUNMAP for file mappings "
-			      "(Linux before 5.13): a range moved aside is free for a moment");
+		gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap with MREMAP_DONTUNMAP failed (%s): a range moved "
+			      "aside is free for a moment", strerror(errno));
 		moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
 	}
 	int err = errno;
@@ -306,14 +348,21 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 	void *ph = REAL(mmap)((void *)addr, len, PROT_NONE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (left ? MAP_FIXED : MAP_FIXED_NOREPLACE),
 			      -1, 0);
-	if (ph == MAP_FAILED)
+	if (ph == MAP_FAILED || ph != (void *)addr) {
 		gaia_debug("no placeholder where %zu bytes at %#lx were: %s", len, (unsigned long)addr,
-			   strerror(errno));
+			   ph == MAP_FAILED ? strerror(errno) : "placed elsewhere");
+		if (ph != MAP_FAILED)
+			REAL(munmap)(ph, len);
+	} else {
+		*placeheld = true;
+	}
 	return moved;
 }
 
-int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t len, int prot)
+int gpu_vmm_move_back(struct gaia_mapping *m, void *from, const struct vmm_seal *seal)
 {
+	uintptr_t addr = seal->start;
+	size_t len = seal->len;
 	void *back = REAL(mremap)(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr);
 	if (back == MAP_FAILED) {
 		int err = errno;
@@ -321,11 +370,11 @@ int gpu_vmm_move_back(struct gaia_mapping *m, void *from, uintptr_t addr, size_t
 			   (unsigned long)addr, from, strerror(err));
 		return -err;
 	}
-	if (REAL(mprotect)((void *)addr, len, prot) != 0) {
-		int err = errno;
+	int unsealed = gpu_vmm_unseal(seal);
+	if (unsealed) {
 		gaia_error("cannot give the mapping of %s at %#lx its protection back after moving it: %s",
-			   m->path, (unsigned long)addr, strerror(err));
-		return -err;
+			   m->path, (unsigned long)addr, strerror(-unsealed));
+		return unsealed;
 	}
 	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
 	int rc = m->tracked ? tracker_register((void *)addr, len) : 0;
@@ -404,17 +453,18 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	if (reserve_len < GAIA_VMM_SPAN_MIN)
 		reserve_len = (GAIA_VMM_SPAN_MIN + g - 1) & ~(g - 1);
 	gpu_vmm_guard_begin(m->start, m->len);
-	int prot;
-	int sealed = gpu_vmm_seal(m->start, m->len, &prot);
+	struct vmm_seal seal;
+	int sealed = gpu_vmm_seal(m->start, m->len, m->prot, &seal);
 	if (sealed) {
 		gpu_vmm_guard_end();
 		return sealed;
 	}
 	mapping_collect_locked(m);
-	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len);
+	bool placeheld;
+	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len, &placeheld);
 	if (!aside) {
 		int err = errno ? errno : ENOMEM;
-		gpu_vmm_unseal(m->start, m->len, prot);
+		gpu_vmm_unseal(&seal);
 		gpu_vmm_guard_end();
 		return -err;
 	}
@@ -428,7 +478,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	if (m->pad_len && m->pad_start == own_end)
 		own_end += m->pad_len;
 	void *below = NULL, *above = NULL;
-	bool held = hold_free(span_start, m->start, &below) && hold_free(own_end, span_end, &above);
+	bool held = placeheld && hold_free(span_start, m->start, &below) && hold_free(own_end, span_end, &above);
 	mapping_steer_begin(span_start, reserve_len);
 	mapping_hold_begin(m->start, m->len);
 	gaia_tsan_ignore_begin();
@@ -437,7 +487,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 					     span_start, span_len, reserve_len);
 	gaia_tsan_ignore_end();
 	bool taken = mapping_steer_end();
-	if (taken)
+	if (taken || !rc)
 		m->pad_len = 0; /* the driver's reservation is where the padding was */
 	if (rc && !taken) {
 		/* Still the shim's placeholders: the padding stays one. */
@@ -446,12 +496,15 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		if (above)
 			REAL(munmap)(above, span_end - own_end);
 	}
-	int back = gpu_vmm_move_back(m, aside, m->start, m->len, prot);
-	gpu_vmm_hold_end(m);
-	gpu_vmm_guard_end();
+	int back = gpu_vmm_move_back(m, aside, &seal);
 	if (back && !rc) {
+		/* Still holding: the driver's unmapping leaves placeholders. */
+		gaia_tsan_ignore_begin();
 		cuda_replica_destroy(r);
+		gaia_tsan_ignore_end();
 		rc = back;
 	}
+	gpu_vmm_hold_end(m);
+	gpu_vmm_guard_end();
 	return rc;
 }
