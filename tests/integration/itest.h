@@ -27,6 +27,8 @@
 
 #include <gaia.h>
 
+#include "../common/unseen_syscall.h"
+
 #define ITEST_PASS 0
 #define ITEST_FAIL 1
 #define ITEST_SKIP 77
@@ -125,25 +127,10 @@ static inline int itest_random_file(const char *path, size_t size, unsigned shor
  * needs (userfaultfd with asynchronous write-protect, DESIGN §3.1). When it
  * does not, a shim that declines to manage a mapping is degrading as
  * promised (DESIGN §1.6), and tests of tracking skip. */
-/* A system call no hook sees: the syscall instruction itself, as made by
- * a writer not under the shim (a process without it, or code that issues
- * the instruction). syscall(SYS_pwrite64, ...) is interposed like pwrite.
- * Returns what syscall() would: -1 and errno on failure. */
+/* A system call no hook sees (unseen_syscall.h). */
 static inline long itest_unseen_syscall(long nr, long a, long b, long c, long d, long e, long f)
 {
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if (ret < 0 && ret > -4096) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
+	return unseen_syscall(nr, a, b, c, d, e, f);
 }
 
 static inline ssize_t itest_unseen_pwrite(int fd, const void *buf, size_t n, off_t off)

@@ -20,10 +20,12 @@
  * takes them down: each file must still get its own address, and the
  * thread's mappings must keep their bytes.
  */
+#include <stdint.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 
 #include "programs.h"
+#include "../common/unseen_syscall.h"
 
 #define NFILES 5
 static const size_t sizes[NFILES] = {
@@ -87,29 +89,6 @@ static void check_one(struct file *f)
 		      buf[i], want);
 	}
 	free(buf);
-}
-
-/* The system call instruction itself, as glibc's malloc and pthread_create
- * issue it: no preloaded library sees it (syscall() would reach the shim). */
-static long unseen_syscall(long nr, long a, long b, long c, long d, long e, long f)
-{
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if (ret < 0 && ret > -4096) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
-#else
-	return syscall(nr, a, b, c, d, e, f);
-#endif
 }
 
 static int stop_churn; /* atomic */
