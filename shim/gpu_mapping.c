@@ -196,7 +196,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		mapping_hold_begin(m->start, m->len);
 		for (size_t i = 0; sealed && seal && i < live->count; i++)
 			sealed[i] = !gpu_vmm_seal(m->start + live->items[i].first * PG,
-						  (live->items[i].end - live->items[i].first) * PG, m->prot, &seal[i]);
+						  (live->items[i].end - live->items[i].first) * PG, &seal[i]);
 		mapping_collect_locked(m);
 		for (size_t i = 0; aside && sealed && seal && i < live->count; i++) {
 			bool placeheld;

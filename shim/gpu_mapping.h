@@ -45,7 +45,7 @@ GAIA_HIDDEN int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, i
 GAIA_HIDDEN void gpu_vmm_guard_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void gpu_vmm_guard_end(void);
 /* A range sealed for a move: its protections, per part, to give back. */
-#define GAIA_SEAL_PARTS 16
+#define GAIA_SEAL_PARTS 64
 struct vmm_seal_part {
 	size_t off, len;
 	int prot;
@@ -56,7 +56,7 @@ struct vmm_seal {
 	unsigned n;
 	struct vmm_seal_part part[GAIA_SEAL_PARTS];
 };
-GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, int known, struct vmm_seal *s);
+GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, struct vmm_seal *s);
 GAIA_HIDDEN int gpu_vmm_unseal(const struct vmm_seal *s);
 GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len,
 				     bool *placeheld);

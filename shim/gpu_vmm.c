@@ -184,10 +184,33 @@ void gpu_vmm_guard_end(void)
  * part of the range since splits it): each kernel mapping area's, merged
  * where equal. 0, -EFAULT where part of the range is not mapped, -E2BIG
  * past GAIA_SEAL_PARTS parts, or -errno when the file cannot be read. */
+/* /proc/self/maps, opened at the first seal and kept (a high descriptor):
+ * a teardown in a program that has used every descriptor since still
+ * reads it. Reopened in a child (/proc/self named the parent). Seals run
+ * one at a time (move_lock). */
+static int maps_fd = -1;
+static pid_t maps_pid;
+
+static int maps_descriptor(void)
+{
+	pid_t me = getpid();
+	if (maps_fd >= 0 && maps_pid != me) {
+		gaia_fd_release(maps_fd);
+		maps_fd = -1;
+	}
+	if (maps_fd < 0) {
+		maps_fd = gaia_fd_keep((int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
+		maps_pid = me;
+	}
+	return maps_fd;
+}
+
 static int read_protections(uintptr_t addr, size_t len, struct vmm_seal *s)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = maps_descriptor();
 	if (fd < 0)
+		return -errno;
+	if (lseek(fd, 0, SEEK_SET) != 0)
 		return -errno;
 	char buf[4096], line[256];
 	size_t used = 0;
@@ -231,7 +254,6 @@ static int read_protections(uintptr_t addr, size_t len, struct vmm_seal *s)
 			covered = top;
 		}
 	}
-	REAL(close)(fd);
 	return rc ? rc : covered < end ? -EFAULT : 0;
 }
 
@@ -239,30 +261,25 @@ static int read_protections(uintptr_t addr, size_t len, struct vmm_seal *s)
  * (a thread touching it waits in the guard; no store lands between the
  * collection of written pages, which still sees them, and the move), and
  * records its protections in *s for gpu_vmm_unseal and gpu_vmm_move_back.
- * Where /proc/self/maps cannot be read (no descriptor left), the range is
- * taken to have `known`, the shim's record. Returns 0 or -errno. */
-int gpu_vmm_seal(uintptr_t addr, size_t len, int known, struct vmm_seal *s)
+ * Returns 0 or -errno (the range untouched). */
+int gpu_vmm_seal(uintptr_t addr, size_t len, struct vmm_seal *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->start = addr;
 	s->len = len;
 	int rc = read_protections(addr, len, s);
-	if (rc && rc != -EFAULT && rc != -E2BIG) {
-		gaia_debug("cannot read /proc/self/maps (%s): the protection of %zu bytes at %#lx taken as "
-			   "recorded", strerror(-rc), len, (unsigned long)addr);
-		s->n = 1;
-		s->part[0] = (struct vmm_seal_part){0, len, known};
-		rc = 0;
-	}
 	if (rc) {
 		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr,
-			   rc == -EFAULT ? "part of it is not mapped" : "more protections than recorded");
-		return rc;
+			   rc == -EFAULT ? "part of it is not mapped"
+			   : rc == -E2BIG ? "more runs of protections than a move keeps"
+					  : strerror(-rc));
+		return rc == -E2BIG ? -ENOTSUP : rc;
 	}
 	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
 		rc = -errno;
 		gaia_debug("cannot move %zu bytes at %#lx aside: mprotect: %s", len, (unsigned long)addr,
 			   strerror(-rc));
+		gpu_vmm_unseal(s); /* a part it did change */
 		return rc;
 	}
 	return 0;
@@ -334,7 +351,20 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 		static int once;
 		gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap with MREMAP_DONTUNMAP failed (%s): a range moved "
 			      "aside is free for a moment", strerror(errno));
-		moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
+		/* The failed call unmapped the spot before it checked the
+		 * flag: take it again, or give up if another thread's mapping
+		 * got there meanwhile (it must not be replaced). */
+		void *again = REAL(mmap)((void *)spot, len, PROT_NONE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		if (again == (void *)spot) {
+			moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
+		} else {
+			if (again != MAP_FAILED)
+				REAL(munmap)(again, len);
+			gaia_debug("cannot move %zu bytes at %#lx aside: its spot was taken", len, (unsigned long)addr);
+			errno = EADDRINUSE;
+			return NULL;
+		}
 	}
 	int err = errno;
 	if (moved == MAP_FAILED) {
@@ -370,18 +400,18 @@ int gpu_vmm_move_back(struct gaia_mapping *m, void *from, const struct vmm_seal 
 			   (unsigned long)addr, from, strerror(err));
 		return -err;
 	}
+	/* Back where it was: what fails from here is logged, never undone
+	 * (the replica going would take the mapping with it). */
 	int unsealed = gpu_vmm_unseal(seal);
-	if (unsealed) {
+	if (unsealed)
 		gaia_error("cannot give the mapping of %s at %#lx its protection back after moving it: %s",
 			   m->path, (unsigned long)addr, strerror(-unsealed));
-		return unsealed;
-	}
 	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
 	int rc = m->tracked ? tracker_register((void *)addr, len) : 0;
 	if (rc)
 		gaia_error("cannot track writes to %s again after moving it: %s", m->path,
 			   strerror(-rc));
-	return rc;
+	return 0;
 }
 
 /* Maps a PROT_NONE placeholder over [lo, hi) if all of it is free: true
@@ -454,7 +484,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		reserve_len = (GAIA_VMM_SPAN_MIN + g - 1) & ~(g - 1);
 	gpu_vmm_guard_begin(m->start, m->len);
 	struct vmm_seal seal;
-	int sealed = gpu_vmm_seal(m->start, m->len, m->prot, &seal);
+	int sealed = gpu_vmm_seal(m->start, m->len, &seal);
 	if (sealed) {
 		gpu_vmm_guard_end();
 		return sealed;
