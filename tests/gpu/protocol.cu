@@ -461,12 +461,12 @@ static int protection_of(const void *a)
  * program protects): the device copy changes no protection. Page 0
  * read-only, page 2 too; the kernel writes pages 4-5; the CPU then writes
  * pages 1 and 3 (a store into a page the shim made read-only would kill
- * the program). */
-static void case_mixed_protections(void)
+ * the program). Shared or private. */
+static void case_mixed_protections(int flags)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
 	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
 	last_map = m;
 	CHECK(mprotect(m, PAGE, PROT_READ) == 0 && mprotect(m + 2 * PAGE, PAGE, PROT_READ) == 0, "mprotect: %s",
@@ -486,12 +486,13 @@ static void case_mixed_protections(void)
 
 /* A read-only mapping with a device copy, one page then made writable:
  * the copy goes (kernels' writes count from then on), and the page keeps
- * the protection the program just gave it. */
-static void case_mprotect_part_writable(void)
+ * the protection the program just gave it. Shared, or private (the kernel
+ * then keeps the writable page apart: it is charged as private memory). */
+static void case_mprotect_part_writable(int flags)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, flags, fd, 0);
 	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
 	last_map = m;
 	launch_write(m, 0, PAGE, 1, 0, 6);
@@ -501,9 +502,12 @@ static void case_mprotect_part_writable(void)
 	      protection_of(m + PAGE));
 	CHECK(protection_of(m) == PROT_READ, "page 0 has protection %d", protection_of(m));
 	m[PAGE + 1] = 8;
-	launch_write(m, 2 * PAGE, 3 * PAGE, 1, 0, 7);
+	/* The kernel writes a byte of the writable page (in a private
+	 * mapping only those can take a device's writes). */
+	launch_write(m, PAGE + 2, PAGE + 3, 1, 0, 7);
 	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(m[PAGE + 1] == 8 && m[PAGE] == 5, "the CPU's bytes: %u %u", m[PAGE + 1], m[PAGE]);
+	CHECK(m[PAGE + 2] == 7, "the kernel's byte: %u", m[PAGE + 2]);
 }
 
 /* The program has used every descriptor when it unmaps half of a file with
@@ -786,9 +790,13 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "mprotect_writable"))
 		case_mprotect_writable();
 	else if (!strcmp(c, "mixed_protections"))
-		case_mixed_protections();
+		case_mixed_protections(MAP_SHARED);
+	else if (!strcmp(c, "mixed_protections_private"))
+		case_mixed_protections(MAP_PRIVATE);
 	else if (!strcmp(c, "mprotect_part_writable"))
-		case_mprotect_part_writable();
+		case_mprotect_part_writable(MAP_SHARED);
+	else if (!strcmp(c, "mprotect_part_writable_private"))
+		case_mprotect_part_writable(MAP_PRIVATE);
 	else if (!strcmp(c, "unmap_without_descriptors"))
 		case_unmap_without_descriptors();
 	else if (!strcmp(c, "peer_read"))
