@@ -187,21 +187,22 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		vmm |= r && r->backing == GAIA_BACKING_VMM;
 	}
 	const struct range_set *live = &m->engine.live;
-	void **aside = vmm ? calloc(live->count ? live->count : 1, sizeof(*aside)) : NULL;
 	struct vmm_seal *seal = vmm ? calloc(live->count ? live->count : 1, sizeof(*seal)) : NULL;
-	bool *sealed = vmm ? calloc(live->count ? live->count : 1, sizeof(*sealed)) : NULL;
+	bool *moved = vmm ? calloc(live->count ? live->count : 1, sizeof(*moved)) : NULL;
 	if (vmm) {
 		/* Sealed first, collected then: no store slips in between. */
 		gpu_vmm_guard_begin(m->start, m->len);
 		mapping_hold_begin(m->start, m->len);
-		for (size_t i = 0; sealed && seal && i < live->count; i++)
-			sealed[i] = !gpu_vmm_seal(m->start + live->items[i].first * PG,
-						  (live->items[i].end - live->items[i].first) * PG, &seal[i]);
+		for (size_t i = 0; moved && seal && i < live->count; i++)
+			moved[i] = !gpu_vmm_seal(m->start + live->items[i].first * PG,
+						 (live->items[i].end - live->items[i].first) * PG, &seal[i]);
 		mapping_collect_locked(m);
-		for (size_t i = 0; aside && sealed && seal && i < live->count; i++) {
+		for (size_t i = 0; moved && seal && i < live->count; i++) {
 			bool placeheld;
-			if (sealed[i] && !(aside[i] = gpu_vmm_move_aside(seal[i].start, seal[i].len, 0, 0, &placeheld)))
+			if (moved[i] && gpu_vmm_move_all_aside(&seal[i], 0, 0, &placeheld)) {
 				gpu_vmm_unseal(&seal[i]);
+				moved[i] = false;
+			}
 		}
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
@@ -220,14 +221,13 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		mapping_run_plan_locked(m);
 	}
 	if (vmm) {
-		for (size_t i = 0; aside && sealed && seal && i < live->count; i++)
-			if (aside[i])
-				gpu_vmm_move_back(m, aside[i], &seal[i]);
+		for (size_t i = 0; moved && seal && i < live->count; i++)
+			if (moved[i])
+				gpu_vmm_move_back(m, &seal[i]);
 		gpu_vmm_hold_end(m);
 		gpu_vmm_guard_end();
-		free(aside);
 		free(seal);
-		free(sealed);
+		free(moved);
 	}
 	if (m->store_view) {
 		REAL(munmap)(m->store_view, m->len);

@@ -179,10 +179,11 @@ void gpu_vmm_guard_end(void)
 	pthread_mutex_unlock(&move_lock);
 }
 
-/* The protections over [addr, addr+len), from /proc/self/maps (the
- * shim's own record is what the program asked at mmap; an mprotect of
- * part of the range since splits it): each kernel mapping area's, merged
- * where equal. 0, -EFAULT where part of the range is not mapped, -E2BIG
+/* The kernel's mapping areas over [addr, addr+len) and their protections,
+ * from /proc/self/maps (the shim's own record is what the program asked at
+ * mmap; an mprotect of part of the range since splits it): each area is
+ * moved on its own (mremap moves within one area, and areas that differ
+ * in more than protection stay apart when sealed). 0, -EFAULT where part of the range is not mapped, -E2BIG
  * past GAIA_SEAL_PARTS parts, or -errno when the file cannot be read. */
 /* /proc/self/maps, opened at the first seal and kept (a high descriptor):
  * a teardown in a program that has used every descriptor since still
@@ -240,9 +241,7 @@ static int read_protections(uintptr_t addr, size_t len, struct vmm_seal *s)
 			int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 				   (perms[2] == 'x' ? PROT_EXEC : 0);
 			uintptr_t top = hi < end ? hi : end;
-			if (s->n && s->part[s->n - 1].prot == prot) {
-				s->part[s->n - 1].len += top - covered;
-			} else if (s->n == GAIA_SEAL_PARTS) {
+			if (s->n == GAIA_SEAL_PARTS) {
 				rc = -E2BIG;
 				break;
 			} else {
@@ -389,17 +388,51 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 	return moved;
 }
 
-int gpu_vmm_move_back(struct gaia_mapping *m, void *from, const struct vmm_seal *seal)
+/* Moves every part of a sealed range aside (gpu_vmm_move_aside), outside
+ * [avoid, avoid+avoid_len). Returns 0, with *placeheld whether every
+ * placeholder got its range, or -errno with nothing moved (the range
+ * still sealed where it was). */
+int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size_t avoid_len, bool *placeheld)
+{
+	*placeheld = true;
+	for (unsigned i = 0; i < s->n; i++) {
+		bool held;
+		s->aside[i] = gpu_vmm_move_aside(s->start + s->part[i].off, s->part[i].len, avoid, avoid_len, &held);
+		*placeheld &= held;
+		if (s->aside[i])
+			continue;
+		int err = errno ? errno : ENOMEM;
+		while (i-- > 0) {
+			uintptr_t at = s->start + s->part[i].off;
+			if (REAL(mremap)(s->aside[i], s->part[i].len, s->part[i].len, MREMAP_MAYMOVE | MREMAP_FIXED,
+					 (void *)at) == MAP_FAILED)
+				gaia_error("cannot put %zu bytes back at %#lx (they are at %p now): %s", s->part[i].len,
+					   (unsigned long)at, s->aside[i], strerror(errno));
+			s->aside[i] = NULL;
+		}
+		return -err;
+	}
+	return 0;
+}
+
+int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal)
 {
 	uintptr_t addr = seal->start;
 	size_t len = seal->len;
-	void *back = REAL(mremap)(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr);
-	if (back == MAP_FAILED) {
-		int err = errno;
-		gaia_error("cannot put the mapping of %s back at %#lx (it is at %p now): %s", m->path,
-			   (unsigned long)addr, from, strerror(err));
-		return -err;
+	int rc = 0;
+	for (unsigned i = 0; i < seal->n; i++) {
+		uintptr_t at = addr + seal->part[i].off;
+		if (!seal->aside[i])
+			continue;
+		if (REAL(mremap)(seal->aside[i], seal->part[i].len, seal->part[i].len, MREMAP_MAYMOVE | MREMAP_FIXED,
+				 (void *)at) == MAP_FAILED) {
+			rc = -errno;
+			gaia_error("cannot put the mapping of %s back at %#lx (it is at %p now): %s", m->path,
+				   (unsigned long)at, seal->aside[i], strerror(-rc));
+		}
 	}
+	if (rc)
+		return rc;
 	/* Back where it was: what fails from here is logged, never undone
 	 * (the replica going would take the mapping with it). */
 	int unsealed = gpu_vmm_unseal(seal);
@@ -407,10 +440,10 @@ int gpu_vmm_move_back(struct gaia_mapping *m, void *from, const struct vmm_seal 
 		gaia_error("cannot give the mapping of %s at %#lx its protection back after moving it: %s",
 			   m->path, (unsigned long)addr, strerror(-unsealed));
 	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
-	int rc = m->tracked ? tracker_register((void *)addr, len) : 0;
-	if (rc)
+	int tracked = m->tracked ? tracker_register((void *)addr, len) : 0;
+	if (tracked)
 		gaia_error("cannot track writes to %s again after moving it: %s", m->path,
-			   strerror(-rc));
+			   strerror(-tracked));
 	return 0;
 }
 
@@ -491,12 +524,11 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	}
 	mapping_collect_locked(m);
 	bool placeheld;
-	void *aside = gpu_vmm_move_aside(m->start, m->len, span_start, reserve_len, &placeheld);
-	if (!aside) {
-		int err = errno ? errno : ENOMEM;
+	int moved = gpu_vmm_move_all_aside(&seal, span_start, reserve_len, &placeheld);
+	if (moved) {
 		gpu_vmm_unseal(&seal);
 		gpu_vmm_guard_end();
-		return -err;
+		return moved;
 	}
 	/* The span is held until the driver maps its reservation there: the
 	 * driver's own mappings made meanwhile (it allocates as it reserves)
@@ -526,7 +558,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 		if (above)
 			REAL(munmap)(above, span_end - own_end);
 	}
-	int back = gpu_vmm_move_back(m, aside, &seal);
+	int back = gpu_vmm_move_back(m, &seal);
 	if (back && !rc) {
 		/* Still holding: the driver's unmapping leaves placeholders. */
 		gaia_tsan_ignore_begin();
