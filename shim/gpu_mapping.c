@@ -110,6 +110,8 @@ static const char *vmm_failure_reason(int rc)
 		return "part of the mapping was unmapped";
 	case -ENOTSUP:
 		return "the driver has no virtual memory management";
+	case -E2BIG:
+		return "the kernel keeps the mapping in more pieces (areas) than a move takes (64)";
 	default:
 		return strerror(-rc);
 	}
@@ -200,10 +202,18 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		for (size_t i = 0; moved && seal && i < live->count; i++) {
 			bool placeheld;
 			if (moved[i] && gpu_vmm_move_all_aside(&seal[i], 0, 0, &placeheld)) {
-				gpu_vmm_unseal(&seal[i]);
+				gpu_vmm_rearm(m, &seal[i]);
 				moved[i] = false;
 			}
+			if (!moved[i])
+				gaia_error("%s: %zu bytes at %#lx cannot be moved aside while its device copy "
+					   "goes; the driver takes them with it", m->path,
+					   (size_t)(live->items[i].end - live->items[i].first) * PG,
+					   (unsigned long)(m->start + live->items[i].first * PG));
 		}
+		if (!moved || !seal)
+			gaia_error("%s: no memory to move the mapping aside while its device copy goes; the "
+				   "driver takes it with it", m->path);
 	}
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (!m->replicas[d])

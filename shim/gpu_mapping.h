@@ -63,6 +63,7 @@ GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid
 				     bool *placeheld);
 GAIA_HIDDEN int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size_t avoid_len, bool *placeheld);
 GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal);
+GAIA_HIDDEN void gpu_vmm_rearm(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
 /* A device replica exists in this process: reads may be served by one. */
 GAIA_HIDDEN void gpu_peer_enable(void);

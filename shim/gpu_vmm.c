@@ -272,7 +272,7 @@ int gpu_vmm_seal(uintptr_t addr, size_t len, struct vmm_seal *s)
 			   rc == -EFAULT ? "part of it is not mapped"
 			   : rc == -E2BIG ? "more runs of protections than a move keeps"
 					  : strerror(-rc));
-		return rc == -E2BIG ? -ENOTSUP : rc;
+		return rc;
 	}
 	if (REAL(mprotect)((void *)addr, len, PROT_NONE) != 0) {
 		rc = -errno;
@@ -287,10 +287,42 @@ int gpu_vmm_seal(uintptr_t addr, size_t len, struct vmm_seal *s)
 /* Gives the sealed range its protections back, where it is. */
 int gpu_vmm_unseal(const struct vmm_seal *s)
 {
+	int rc = 0;
 	for (unsigned i = 0; i < s->n; i++)
-		if (REAL(mprotect)((void *)(s->start + s->part[i].off), s->part[i].len, s->part[i].prot) != 0)
-			return -errno;
-	return 0;
+		if (REAL(mprotect)((void *)(s->start + s->part[i].off), s->part[i].len, s->part[i].prot) != 0 && !rc)
+			rc = -errno;
+	return rc;
+}
+
+/* Whether mremap takes MREMAP_DONTUNMAP for a shared file mapping (Linux
+ * 5.13 and later), asked once of a one-page mapping of a memfd: a kernel
+ * before 5.7 refuses the flag before anything else, one before 5.13 after
+ * unmapping the target, so a failed move cannot be retried safely. */
+static bool dontunmap_works(void)
+{
+	static int known; /* 0 not asked, 1 works, -1 does not */
+	int k = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
+	if (k)
+		return k > 0;
+	bool works = false;
+	int fd = (int)syscall(SYS_memfd_create, "gaia-dontunmap-probe", MFD_CLOEXEC);
+	if (fd >= 0 && syscall(SYS_ftruncate, fd, PG) == 0) {
+		void *p = REAL(mmap)(NULL, PG, PROT_NONE, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
+			void *q = REAL(mremap)(p, PG, PG, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+			works = q != MAP_FAILED;
+			if (works)
+				REAL(munmap)(q, PG);
+			REAL(munmap)(p, PG);
+		}
+	}
+	if (fd >= 0)
+		REAL(close)(fd);
+	if (!works)
+		gaia_info("mremap refuses MREMAP_DONTUNMAP for file mappings (Linux before 5.13): a region "
+			  "moved for the vmm backing leaves its range free for a moment");
+	__atomic_store_n(&known, works ? 1 : -1, __ATOMIC_RELEASE);
+	return works;
 }
 
 /* Moves [addr, addr+len) of the CPU replica, sealed, to a temporary place
@@ -307,10 +339,10 @@ int gpu_vmm_unseal(const struct vmm_seal *s)
  * made then — glibc's, by the system call itself, for a thread stack or
  * a malloc arena, which the shim never sees — could land in it: the
  * driver's reservation would then fail, and moving the replica back over
- * it would destroy that mapping. Kernels before 5.13 refuse the flag for
- * file mappings (and any kernel may refuse it for want of memory): there
- * the range is free between the move and the placeholder, and
- * *placeheld says whether the placeholder got it.
+ * it would destroy that mapping. Where the kernel refuses the flag for
+ * file mappings (before 5.13: dontunmap_works) the range is free between
+ * the move and the placeholder, and *placeheld says whether the
+ * placeholder got it.
  * The caller collected the written pages after sealing: the move drops
  * the userfaultfd registration. */
 void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, bool *placeheld)
@@ -340,35 +372,15 @@ void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avo
 		if (spot + len < r + room)
 			REAL(munmap)((void *)(spot + len), r + room - (spot + len));
 	}
-	void *moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-				   (void *)spot);
-	bool left = moved != MAP_FAILED; /* an empty mapping where it was */
+	bool left = dontunmap_works(); /* an empty mapping stays where it was */
+	void *moved = REAL(mremap)((void *)addr, len, len,
+				   MREMAP_MAYMOVE | MREMAP_FIXED | (left ? MREMAP_DONTUNMAP : 0), (void *)spot);
 	if (moved == MAP_FAILED) {
-		/* EINVAL: Linux before 5.13 refuses the flag for file mappings;
-		 * ENOMEM: the area the flag keeps is one too many, or its
-		 * memory is charged again (strict overcommit). */
-		static int once;
-		gaia_log_once(&once, GAIA_LOG_DEBUG, "mremap with MREMAP_DONTUNMAP failed (%s): a range moved "
-			      "aside is free for a moment", strerror(errno));
-		/* The failed call unmapped the spot before it checked the
-		 * flag: take it again, or give up if another thread's mapping
-		 * got there meanwhile (it must not be replaced). */
-		void *again = REAL(mmap)((void *)spot, len, PROT_NONE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-		if (again == (void *)spot) {
-			moved = REAL(mremap)((void *)addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)spot);
-		} else {
-			if (again != MAP_FAILED)
-				REAL(munmap)(again, len);
-			gaia_debug("cannot move %zu bytes at %#lx aside: its spot was taken", len, (unsigned long)addr);
-			errno = EADDRINUSE;
-			return NULL;
-		}
-	}
-	int err = errno;
-	if (moved == MAP_FAILED) {
+		/* Whether the spot is still the shim's cannot be told (the
+		 * call may have unmapped it before failing, and another
+		 * thread's mapping may be there now): it is left as it is. */
+		int err = errno;
 		gaia_debug("cannot move %zu bytes at %#lx aside: %s", len, (unsigned long)addr, strerror(err));
-		REAL(munmap)((void *)spot, len);
 		errno = err;
 		return NULL;
 	}
@@ -415,13 +427,15 @@ int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size_t avoid_len
 	return 0;
 }
 
+/* Puts every part moved aside back and gives the range its protections
+ * and its write tracking again. Returns 0, or -errno when a part could
+ * not come back (it stays where it was moved, logged; the others are
+ * back). */
 int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal)
 {
-	uintptr_t addr = seal->start;
-	size_t len = seal->len;
 	int rc = 0;
 	for (unsigned i = 0; i < seal->n; i++) {
-		uintptr_t at = addr + seal->part[i].off;
+		uintptr_t at = seal->start + seal->part[i].off;
 		if (!seal->aside[i])
 			continue;
 		if (REAL(mremap)(seal->aside[i], seal->part[i].len, seal->part[i].len, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -431,20 +445,23 @@ int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal)
 				   (unsigned long)at, seal->aside[i], strerror(-rc));
 		}
 	}
-	if (rc)
-		return rc;
-	/* Back where it was: what fails from here is logged, never undone
-	 * (the replica going would take the mapping with it). */
+	gpu_vmm_rearm(m, seal);
+	return rc;
+}
+
+/* The range where it was: its protections and its write tracking back
+ * (a move drops the registration). Failures are logged. */
+void gpu_vmm_rearm(struct gaia_mapping *m, const struct vmm_seal *seal)
+{
 	int unsealed = gpu_vmm_unseal(seal);
 	if (unsealed)
 		gaia_error("cannot give the mapping of %s at %#lx its protection back after moving it: %s",
-			   m->path, (unsigned long)addr, strerror(-unsealed));
-	REAL(madvise)((void *)addr, len, MADV_NOHUGEPAGE);
-	int tracked = m->tracked ? tracker_register((void *)addr, len) : 0;
+			   m->path, (unsigned long)seal->start, strerror(-unsealed));
+	REAL(madvise)((void *)seal->start, seal->len, MADV_NOHUGEPAGE);
+	int tracked = m->tracked ? tracker_register((void *)seal->start, seal->len) : 0;
 	if (tracked)
 		gaia_error("cannot track writes to %s again after moving it: %s", m->path,
 			   strerror(-tracked));
-	return 0;
 }
 
 /* Maps a PROT_NONE placeholder over [lo, hi) if all of it is free: true
@@ -526,7 +543,7 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	bool placeheld;
 	int moved = gpu_vmm_move_all_aside(&seal, span_start, reserve_len, &placeheld);
 	if (moved) {
-		gpu_vmm_unseal(&seal);
+		gpu_vmm_rearm(m, &seal);
 		gpu_vmm_guard_end();
 		return moved;
 	}
@@ -560,11 +577,10 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	}
 	int back = gpu_vmm_move_back(m, &seal);
 	if (back && !rc) {
-		/* Still holding: the driver's unmapping leaves placeholders. */
-		gaia_tsan_ignore_begin();
-		cuda_replica_destroy(r);
-		gaia_tsan_ignore_end();
-		rc = back;
+		/* Part of the mapping is not back: destroying the replica now
+		 * would take the parts that are with it. It stays (logged). */
+		gaia_error("%s: part of the mapping stays where it was moved; its device copy stays too",
+			   m->path);
 	}
 	gpu_vmm_hold_end(m);
 	gpu_vmm_guard_end();
