@@ -307,14 +307,18 @@ static bool dontunmap_works(void)
 	bool works = false;
 	int fd = (int)syscall(SYS_memfd_create, "gaia-dontunmap-probe", MFD_CLOEXEC);
 	if (fd >= 0 && syscall(SYS_ftruncate, fd, PG) == 0) {
+		/* As a move does it: to a spot of the shim's (some kernels
+		 * take the flag only with MREMAP_FIXED). */
 		void *p = REAL(mmap)(NULL, PG, PROT_NONE, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED) {
-			void *q = REAL(mremap)(p, PG, PG, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
-			works = q != MAP_FAILED;
-			if (works)
-				REAL(munmap)(q, PG);
-			REAL(munmap)(p, PG);
+		void *spot = REAL(mmap)(NULL, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED && spot != MAP_FAILED) {
+			void *q = REAL(mremap)(p, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, spot);
+			works = q == spot;
 		}
+		if (spot != MAP_FAILED)
+			REAL(munmap)(spot, PG);
+		if (p != MAP_FAILED)
+			REAL(munmap)(p, PG);
 	}
 	if (fd >= 0)
 		REAL(close)(fd);
