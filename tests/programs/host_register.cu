@@ -16,40 +16,15 @@
 #include <cuda.h>
 
 #include "programs.h"
+#include "patterns.h"
 
 #define NB (32 * PAGE)
 
-static unsigned char pat(int k, size_t i)
-{
-	return (unsigned char)(i * 131 + (size_t)k * 29 + (i >> 9) * 7);
-}
-
-__global__ void copy_bytes(const unsigned char *src, unsigned char *dst, unsigned long long n)
-{
-	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
-		dst[i] = src[i];
-}
-SIMGPU_KERNEL(copy_bytes);
-
-__global__ void fill_pat(unsigned char *dst, unsigned long long n, int k)
-{
-	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-	for (; i < n; i += (unsigned long long)gridDim.x * blockDim.x)
-		dst[i] = (unsigned char)(i * 131 + (unsigned long long)k * 29 + (i >> 9) * 7);
-}
-SIMGPU_KERNEL(fill_pat);
-
-static void fill(unsigned char *buf, int k)
-{
-	for (size_t i = 0; i < NB; i++)
-		buf[i] = pat(k, i);
-}
-
 static void is_pat(const char *what, const unsigned char *got, int k)
 {
-	for (size_t i = 0; i < NB; i++)
-		CHECK(got[i] == pat(k, i), "%s: byte %zu is %#x, want %#x", what, i, got[i], pat(k, i));
+	static unsigned char want[NB];
+	fill(want, 0, NB, k);
+	same(what, got, want, NB);
 }
 
 static void device_is_pat(const char *what, const unsigned char *dev, int k)
@@ -136,7 +111,7 @@ int main(void)
 	CUDA_OK(cudaStreamCreate(&s));
 
 	step = "pointer attributes before registering";
-	fill(m, 1);
+	fill(m, 0, NB, 1);
 	same_attrs("before cudaHostRegister", m, anon);
 
 	step = "cudaHostRegister + cudaMemcpyAsync H2D from the mapping";
@@ -148,7 +123,7 @@ int main(void)
 	device_is_pat("device buffer after cudaMemcpyAsync H2D from the registered mapping", d, 1);
 
 	step = "cudaMemcpyAsync D2H into the registered mapping";
-	fill(h, 2);
+	fill(h, 0, NB, 2);
 	CUDA_OK(cudaMemcpy(d, h, NB, cudaMemcpyHostToDevice));
 	CUDA_OK(cudaMemcpyAsync(m, d, NB, cudaMemcpyDeviceToHost, s));
 	CUDA_OK(cudaStreamSynchronize(s));
@@ -164,7 +139,7 @@ int main(void)
 	device_is_pat("what a kernel read from the mapping after the D2H copy", d2, 2);
 
 	step = "a kernel writing the mapping, then cudaHostRegister and cudaMemcpyAsync H2D";
-	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, (unsigned long long)NB, 3);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 3);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaStreamSynchronize(s));
 	file_is_pat("after a kernel wrote the mapping", fd, m, 3);
@@ -172,7 +147,7 @@ int main(void)
 	CUDA_OK(cudaMemcpyAsync(d, m, NB, cudaMemcpyHostToDevice, s));
 	CUDA_OK(cudaStreamSynchronize(s));
 	device_is_pat("cudaMemcpyAsync H2D from the mapping registered again after a kernel wrote it", d, 3);
-	fill(h, 4);
+	fill(h, 0, NB, 4);
 	CUDA_OK(cudaMemcpy(d, h, NB, cudaMemcpyHostToDevice));
 	CUDA_OK(cudaMemcpyAsync(m, d, NB, cudaMemcpyDeviceToHost, s));
 	CUDA_OK(cudaStreamSynchronize(s));

@@ -1,6 +1,6 @@
 /* patterns.h — byte patterns, the kernels that write and copy them, and
  * the byte-by-byte check, for the programs that compare a mapped file with
- * a model after each step (memcpy_kinds, mem_ops). Include once per
+ * a model after each step (memcpy_kinds, mem_ops, host_register). Include once per
  * program, after programs.h. */
 #ifndef GAIA_TEST_PATTERNS_H
 #define GAIA_TEST_PATTERNS_H
