@@ -59,8 +59,6 @@ struct vmm_seal {
 };
 GAIA_HIDDEN int gpu_vmm_seal(uintptr_t addr, size_t len, struct vmm_seal *s);
 GAIA_HIDDEN int gpu_vmm_unseal(const struct vmm_seal *s);
-GAIA_HIDDEN void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len,
-				     bool *placeheld);
 GAIA_HIDDEN int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size_t avoid_len, bool *placeheld);
 GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_rearm(struct gaia_mapping *m, const struct vmm_seal *seal);

@@ -349,7 +349,7 @@ static bool dontunmap_works(void)
  * placeholder got it.
  * The caller collected the written pages after sealing: the move drops
  * the userfaultfd registration. */
-void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, bool *placeheld)
+static void *gpu_vmm_move_aside(uintptr_t addr, size_t len, uintptr_t avoid, size_t avoid_len, bool *placeheld)
 {
 	*placeheld = false;
 	/* Room for the move and twice the span to avoid: wherever the kernel
