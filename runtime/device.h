@@ -45,6 +45,15 @@ struct device_ops {
 	 * download of 4.5 KiB per changed page instead of 8. */
 	int (*fetch_changes)(void *replica, const uint64_t *pages, uint64_t npages, void *dev_out,
 			     uint8_t *mask_out);
+	/* Optional (NULL, or -ENOTSUP at run time: the executor fetches
+	 * replica and base, applies the rule and puts both back). The rebase
+	 * rule without protect records (lrc_page_rebase with prot NULL) on
+	 * pages [first, first+npages), where the bytes are: cpu holds the
+	 * CPU's bytes of those pages. Only the CPU's bytes cross the bus, and
+	 * a kernel still storing into those pages loses no store (each word
+	 * is replaced by compare-and-swap), so a launch need not wait for the
+	 * kernels before it. */
+	int (*rebase)(void *replica, uint64_t first, uint64_t npages, const void *cpu);
 };
 
 /* A protect record per (device, page), kept sorted by page: records are

@@ -179,16 +179,40 @@ static int protect_save(struct device_exec *x, int d, int other, uint64_t first,
 	return 0;
 }
 
-/* The rebase rule needs the device's bytes and the CPU's together: fetch,
- * apply on the host, put both copies back. Rare: only a launch that
+static bool any_protect(const struct protect_map *m, uint64_t first, uint64_t n)
+{
+	bool found;
+	size_t i = protect_find(m, first, &found);
+	return i < m->count && m->items[i].page < first + n;
+}
+
+/* The rebase rule needs the device's bytes and the CPU's together. Without
+ * protect records the backend applies it where the bytes are (ops->rebase);
+ * else fetch, apply on the host, put both copies back. Only a launch that
  * follows another launch with no sync, where the CPU wrote meanwhile. */
 static int rebase(struct device_exec *x, int d, uint64_t first, uint64_t npages)
 {
+	uint64_t inside = first >= x->valid_pages ? 0
+			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
+	if (x->ops->rebase && !any_protect(&x->prot[d], first, npages)) {
+		/* Pages past the end of the file keep their bytes, as below. */
+		int rc = inside ? x->ops->rebase(x->replica[d], first, inside, x->cpu + first * PG) : 0;
+		if (rc != -ENOTSUP) {
+			if (!rc && inside) {
+				x->uploaded_pages += inside;
+				x->upload_transfers++;
+			}
+			return rc;
+		}
+	}
+	int rc = staging(x);
+	if (rc)
+		return rc;
 	uint8_t *dev = x->staging, *base = x->staging + (size_t)DEVICE_STAGING_PAGES * PG;
 	for (uint64_t done = 0; done < npages;) {
 		uint64_t n = npages - done < DEVICE_STAGING_PAGES ? npages - done : DEVICE_STAGING_PAGES;
 		uint64_t at = first + done;
-		int rc = fetch_pair(x, x->replica[d], at, n);
+		rc = fetch_pair(x, x->replica[d], at, n);
 		if (rc)
 			return rc;
 		for (uint64_t i = 0; i < n && at + i < x->valid_pages; i++)
@@ -276,7 +300,7 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
 	case LRC_UPLOAD:
 		return upload(x, rep, a->first, a->npages);
 	case LRC_REBASE:
-		return staging(x) ?: rebase(x, d, a->first, a->npages);
+		return rebase(x, d, a->first, a->npages);
 	case LRC_DIFF: {
 		struct diff_report r = {engine, d};
 		return x->ops->diff(rep, a->first, a->npages, report_changed, &r);

@@ -136,11 +136,16 @@ int lrc_device_acquire(struct lrc_region *r, int d, uint64_t first, uint64_t n,
  * page still mapped. */
 int lrc_launch(struct lrc_region *r, int d, struct lrc_plan *plan);
 
-/* Whether lrc_launch(r, d) now would emit an UPLOAD or REBASE (device d's
- * bytes would change): a page it does not hold, one stale there, or one
- * the CPU wrote since its release. Changes nothing: the caller decides,
- * without its lock, to wait for kernels still reading d's copy. */
-bool lrc_launch_moves(const struct lrc_region *r, int d);
+/* Which actions lrc_launch(r, d) now would emit that change device d's
+ * bytes: LRC_MOVES_UPLOAD for a page it does not hold, or one stale there
+ * or written by the CPU since its release while d's epoch is closed (or
+ * the region is read-only); LRC_MOVES_REBASE for such a page d holds in
+ * an open epoch of a writable region. 0: none. Changes nothing: the
+ * caller decides, without its lock, whether to wait for kernels still
+ * running on d (an upload replaces what they may be writing; a rebase on
+ * the device keeps it). */
+enum { LRC_MOVES_UPLOAD = 1, LRC_MOVES_REBASE = 2 };
+unsigned lrc_launch_moves(const struct lrc_region *r, int d);
 
 /* First half of a host sync on device d: the pages to diff (DIFF), i.e.
  * every page d holds in an open epoch of a writable region. The caller

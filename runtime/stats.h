@@ -11,6 +11,8 @@
 	X(kernel_launches, "launches", "kernel launches intercepted")                \
 	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
 	X(snapshot_releases, "syncs", "syncs released while kernels still ran on other streams") \
+	X(launch_waits, "launches", "launches that waited for kernels launched earlier, to change device bytes they may read") \
+	X(running_rebases, "launches", "launches that rebased regions on the device while kernels launched earlier ran (GAIA_RUNNING_KERNELS=shared)") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../shim/kernels/diff_pages.h"
 #include "device.h"
 #include "lrc.h"
 #include "lrc_page.h"
@@ -28,9 +29,9 @@ struct harness {
 	uint32_t npages;       /* file pages; the region maps [0, npages) */
 	bool mapped[MAX_PAGES]; /* pages still mapped after partial munmaps */
 	uint32_t nmapped;
-	uint8_t file[MAX_BYTES]; /* the page cache: the CPU replica */
-	uint8_t dev[NDEV][MAX_BYTES];
-	uint8_t base[NDEV][MAX_BYTES];
+	_Alignas(8) uint8_t file[MAX_BYTES]; /* the page cache: the CPU replica */
+	_Alignas(8) uint8_t dev[NDEV][MAX_BYTES];
+	_Alignas(8) uint8_t base[NDEV][MAX_BYTES];
 	struct lrc_protect *prot[NDEV][MAX_PAGES];
 	bool external[MAX_PAGES]; /* changed by another process, not yet learned */
 	uint32_t published[MAX_PAGES];
@@ -39,7 +40,8 @@ struct harness {
 	uint64_t stats_merged_bytes, stats_uploaded_pages;
 	/* HARNESS_EXEC_*: plans carried out by the shim's executor
 	 * (device_exec_run) on devices whose memory is dev[] and base[], its
-	 * own protect records, and (GATHER) diffs brought down as masks. */
+	 * own protect records, and (GATHER) diffs brought down as masks and
+	 * rebases without protect records by the shim's kernel body. */
 	int exec_mode;
 	struct device_exec x;
 	struct harness_dev {
@@ -118,9 +120,23 @@ static int hx_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void *
 	return 0;
 }
 
-static const struct device_ops harness_exec_ops = {hx_upload, hx_download, hx_commit, hx_diff, NULL};
+/* The shim's rebase kernel body (shim/kernels/diff_pages.h), word by word. */
+static int hx_rebase(void *rep, uint64_t first, uint64_t n, const void *cpu)
+{
+	struct harness_dev *v = rep;
+	for (uint64_t w = 0; w < n * GAIA_DIFF_WORDS_PER_PAGE; w++)
+		gaia_rebase_word_at((unsigned long long *)v->h->dev[v->d],
+				    (unsigned long long *)v->h->base[v->d], first,
+				    (const unsigned long long *)cpu, w);
+	return 0;
+}
+
+static const struct device_ops harness_exec_ops = {hx_upload, hx_download, hx_commit, hx_diff, NULL,
+						   NULL};
+/* (GATHER: the device does what it can: diffs come down as masks, rebases
+ * run there.) */
 static const struct device_ops harness_exec_gather_ops = {hx_upload, hx_download, hx_commit, hx_diff,
-							  hx_fetch_changes};
+							  hx_fetch_changes, hx_rebase};
 
 static void hx_publish(void *arg, uint64_t first, uint64_t n)
 {

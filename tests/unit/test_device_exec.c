@@ -15,6 +15,28 @@
 #include "device.h"
 
 #define PG 4096
+
+/* The page test_device_rebase_keeps_stores_of_a_running_kernel rebases,
+ * and the store its "kernel" makes right after the rebase reads a word. */
+static struct {
+	_Alignas(8) uint8_t dev[PG];
+	_Alignas(8) uint8_t base[PG];
+	_Alignas(8) uint8_t cpu[PG];
+	bool stored[PG / 8];
+} race;
+
+static void store_after_load(unsigned long long *w)
+{
+	uint8_t *word = (uint8_t *)w;
+	size_t i = (size_t)(word - race.dev) / 8;
+	if (word < race.dev || word >= race.dev + PG || i % 3 != 1 || race.stored[i])
+		return;
+	race.stored[i] = true;
+	__atomic_store_n(&word[5], (uint8_t)0x33, __ATOMIC_RELAXED);
+}
+#define GAIA_AFTER_WORD_LOAD(w) store_after_load(w)
+#include "../../shim/kernels/diff_pages.h"
+
 #define NPAGES 8
 
 /* Injected failures: how many of the next calls of each kind fail. */
@@ -95,9 +117,10 @@ static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void
 
 /* Both ways of bringing a sync's changes down: replica and base pages, or
  * (scattered pages) gathered with their masks. */
-static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff, NULL};
+static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff, NULL,
+					   NULL};
 static const struct device_ops fake_ops_gather = {fake_upload, fake_download, fake_commit, fake_diff,
-						  fake_fetch_changes};
+						  fake_fetch_changes, NULL};
 static bool gather;
 
 struct world {
@@ -352,6 +375,46 @@ static void test_a_failed_merge_comes_down_at_the_next_sync(void **state)
 	world_free(w);
 }
 
+/* The shim's rebase kernel body (shim/kernels/diff_pages.h) runs while a
+ * kernel of the program may still store into the page: a store that lands
+ * between the rebase's read of a word and its replacement must survive,
+ * and stay a change against the base (the next sync's diff finds it). The
+ * body's word load is made to store a byte right after reading, as such a
+ * kernel would, on every third word. */
+#define RACE_OLD 0x11
+#define RACE_CPU 0x22
+#define RACE_KERNEL 0x33
+
+static bool stored_by_kernel(unsigned byte)
+{
+	return (byte / 8) % 3 == 1 && byte % 8 == 5;
+}
+
+static void test_device_rebase_keeps_stores_of_a_running_kernel(void **state)
+{
+	(void)state;
+	memset(race.dev, RACE_OLD, PG);
+	memset(race.base, RACE_OLD, PG);
+	memset(race.cpu, RACE_CPU, PG);
+	memset(race.stored, 0, sizeof(race.stored));
+	for (unsigned w = 0; w < GAIA_DIFF_WORDS_PER_PAGE; w++)
+		gaia_rebase_word_at((unsigned long long *)race.dev, (unsigned long long *)race.base, 0,
+				    (const unsigned long long *)race.cpu, w);
+	unsigned lost = 0, hidden = 0;
+	for (unsigned k = 0; k < PG; k++) {
+		if (stored_by_kernel(k)) {
+			lost += race.dev[k] != RACE_KERNEL;
+			hidden += race.base[k] == race.dev[k];
+		} else {
+			assert_int_equal(race.dev[k], RACE_CPU);
+			assert_int_equal(race.base[k], RACE_CPU);
+		}
+	}
+	if (lost || hidden)
+		fail_msg("%u stores of a running kernel lost, %u equal to their base (a diff would miss them)",
+			 lost, hidden);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_a_transient_failure_costs_a_retry_not_data),
 		cmocka_unit_test(test_a_diff_that_keeps_failing_compares_every_page),
 		cmocka_unit_test(test_a_failed_merge_comes_down_at_the_next_sync),
+		cmocka_unit_test(test_device_rebase_keeps_stores_of_a_running_kernel),
 	};
 	int failed = cmocka_run_group_tests_name("replica and base downloaded", tests, NULL, NULL);
 	gather = true;

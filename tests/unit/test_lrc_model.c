@@ -345,19 +345,25 @@ static void op_launch(struct run *r, int d)
 			h->external[p] = false;
 		}
 	}
-	/* The shim asks, before planning, whether the launch changes the
-	 * device's bytes (then it waits for kernels still running there): the
-	 * answer must be the plan's. */
+	/* The shim asks, before planning, which actions of the launch change
+	 * the device's bytes (then it may wait for kernels still running
+	 * there): the answer must be the plan's. */
 	size_t before = h->plan.count;
-	bool predicted = lrc_launch_moves(&h->region, d);
+	unsigned predicted = lrc_launch_moves(&h->region, d);
 	assert_int_equal(lrc_launch(&h->region, d, &h->plan), 0);
-	bool moves = false;
-	for (size_t i = before; i < h->plan.count; i++)
-		moves |= (h->plan.items[i].kind == LRC_UPLOAD || h->plan.items[i].kind == LRC_REBASE) &&
-			 h->plan.items[i].dev == d;
+	unsigned moves = 0;
+	for (size_t i = before; i < h->plan.count; i++) {
+		if (h->plan.items[i].dev != d)
+			continue;
+		if (h->plan.items[i].kind == LRC_UPLOAD)
+			moves |= LRC_MOVES_UPLOAD;
+		else if (h->plan.items[i].kind == LRC_REBASE)
+			moves |= LRC_MOVES_REBASE;
+	}
 	if (moves != predicted)
-		fail_msg("seed %llu op %ld: lrc_launch_moves said %d, the launch's plan %s device bytes",
-			 (unsigned long long)r->seed, r->op, predicted, moves ? "changes" : "does not change");
+		fail_msg("seed %llu op %ld: lrc_launch_moves said %#x, the launch's plan has %#x "
+			 "(1: uploads, 2: rebases)",
+			 (unsigned long long)r->seed, r->op, predicted, moves);
 	run_plan(h);
 	model_join(r->m, d + 1, 0);
 	if ((h->flags & LRC_WRITABLE) && h->epoch_age[d] < 0)
