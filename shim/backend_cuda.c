@@ -388,7 +388,13 @@ struct diff_kernels {
 	CUcontext ctx;
 	CUfunction fn;     /* NULL: diff on the host */
 	CUfunction gather; /* NULL: a sync's changes come down as replica + base */
+	CUfunction rebase; /* NULL: a rebase fetches replica and base (after a wait) */
 };
+/* The CPU's bytes of a launch's rebase go up in batches of at most this
+ * many pages (1 MiB), into a buffer of the replica allocated with it: a
+ * launch that rebases may find the program's kernels running, and an
+ * allocation then could have to wait for them. */
+#define REBASE_STAGING_PAGES 256u
 #define DIFF_CONTEXTS 64
 static struct diff_kernels diff_kernels[DIFF_CONTEXTS];
 static unsigned n_diff_kernels;
@@ -414,6 +420,9 @@ static void load_diff_kernels(struct diff_kernels *k)
 	if (CU_CHECK(drv.module_get_function(&k->gather, mod, GPU_GATHER_KERNEL),
 		     "cuModuleGetFunction " GPU_GATHER_KERNEL))
 		k->gather = NULL;
+	if (CU_CHECK(drv.module_get_function(&k->rebase, mod, GPU_REBASE_KERNEL),
+		     "cuModuleGetFunction " GPU_REBASE_KERNEL))
+		k->rebase = NULL;
 	/* Loaded now, not at their first launch: under CUDA's lazy loading
 	 * (the default) a kernel first launched while another one runs
 	 * waits for the device, and a program kernel spinning on the host
@@ -422,6 +431,8 @@ static void load_diff_kernels(struct diff_kernels *k)
 		(void)CU_CHECK(drv.func_load(k->fn), "cuFuncLoad " GPU_DIFF_KERNEL);
 		if (k->gather)
 			(void)CU_CHECK(drv.func_load(k->gather), "cuFuncLoad " GPU_GATHER_KERNEL);
+		if (k->rebase)
+			(void)CU_CHECK(drv.func_load(k->rebase), "cuFuncLoad " GPU_REBASE_KERNEL);
 	}
 }
 
@@ -649,6 +660,50 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 	return rc;
 }
 
+/* A launch's rebase on the device (device_ops.rebase): the CPU's bytes go
+ * up into the replica's staging buffer, and the rebase kernel runs on the
+ * shim's stream, which waits for none of the program's kernels; the next
+ * batch's upload, on the same stream, waits for the kernel that reads the
+ * buffer. */
+static int replica_rebase(void *rep, uint64_t first, uint64_t npages, const void *cpu)
+{
+	struct cuda_replica *r = rep;
+	const struct diff_kernels *dk = diff_kernels_here();
+	CUstream s = shim_stream();
+	if (!dk->rebase || !r->base || !r->rebase_cpu || !s)
+		return -ENOTSUP;
+	int rc = 0;
+	for (uint64_t done = 0; done < npages && !rc;) {
+		uint64_t n = npages - done < r->rebase_pages ? npages - done : r->rebase_pages;
+		rc = upload_to(r, r->rebase_cpu, (const uint8_t *)cpu + done * PG, n * PG);
+		if (rc)
+			break;
+		stats_add(GAIA_STAT_h2d_bytes, n * PG);
+		stats_add(GAIA_STAT_h2d_transfers, 1);
+		CUdeviceptr rep_p = r->dptr, base_p = r->base, cpu_p = r->rebase_cpu;
+		unsigned long long at = first + done, count = n;
+		void *params[] = {&rep_p, &base_p, &at, &count, &cpu_p};
+		unsigned long long words = n * GAIA_DIFF_WORDS_PER_PAGE;
+		unsigned blocks = (unsigned)((words + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
+		rc = CU_CHECK(drv.launch_kernel(dk->rebase, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0, s, params,
+						NULL),
+			      "cuLaunchKernel (rebase)");
+		shim_work_queued(); /* the program's next launch waits for it */
+		done += n;
+	}
+	/* (The kernel stores on the device: nothing for a managed replica's
+	 * prefetch to move.) */
+	return rc;
+}
+
+bool cuda_replica_rebases_in_place(const struct cuda_replica *r)
+{
+	struct ctx_switch c = enter_ctx(r);
+	bool yes = r->base && r->rebase_cpu && diff_kernels_here()->rebase && shim_stream();
+	leave_ctx(c);
+	return yes;
+}
+
 /* The operations, each in the replica's context. */
 #define IN_CTX(rep, call)                                   \
 	({                                                  \
@@ -684,12 +739,18 @@ static int op_fetch_changes(void *rep, const uint64_t *pages, uint64_t npages, v
 	return IN_CTX(rep, replica_fetch_changes(rep, pages, npages, dev_out, mask_out));
 }
 
+static int op_rebase(void *rep, uint64_t first, uint64_t npages, const void *cpu)
+{
+	return IN_CTX(rep, replica_rebase(rep, first, npages, cpu));
+}
+
 const struct device_ops cuda_device_ops = {
 	.upload = op_upload,
 	.download = op_download,
 	.commit = op_commit,
 	.diff = op_diff,
 	.fetch_changes = op_fetch_changes,
+	.rebase = op_rebase,
 };
 
 /* --- creating replicas --- */
@@ -707,6 +768,11 @@ static int alloc_base(struct cuda_replica *r, bool writable)
 	size_t pages = (r->len + PG - 1) / PG;
 	if (!rc && dk->fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
 		r->changed_pages = pages;
+	/* Without it a launch that rebases waits for the device first. */
+	size_t staging = pages < REBASE_STAGING_PAGES ? pages : REBASE_STAGING_PAGES;
+	if (!rc && dk->rebase &&
+	    !CU_CHECK(drv.mem_alloc(&r->rebase_cpu, staging * PG), "cuMemAlloc (the CPU's bytes of a rebase)"))
+		r->rebase_pages = staging;
 	return rc;
 }
 
@@ -842,6 +908,8 @@ void cuda_replica_destroy(struct cuda_replica *r)
 		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)
 		(void)CU_FREE(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
+	if (r->rebase_cpu)
+		(void)CU_FREE(drv.mem_free(r->rebase_cpu), "cuMemFree (freeing device memory)");
 	if (r->base)
 		(void)CU_FREE(drv.mem_free(r->base), "cuMemFree (freeing device memory)");
 	if (r->backing == GAIA_BACKING_MANAGED && r->dptr)

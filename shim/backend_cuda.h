@@ -28,6 +28,9 @@ struct cuda_replica {
 	/* a sync's changed pages, their masks and their list, gathered */
 	CUdeviceptr gather_buf;
 	uint64_t gather_capacity;
+	/* the CPU's bytes of a launch's rebase, rebase_pages pages */
+	CUdeviceptr rebase_cpu;
+	uint64_t rebase_pages;
 	bool dirty_since_prefetch;
 	CUcontext ctx; /* the context that made it: its device work runs there */
 };
@@ -74,6 +77,9 @@ GAIA_HIDDEN int cuda_replica_create(struct cuda_replica *r, int backing, int dev
 GAIA_HIDDEN void cuda_replica_destroy(struct cuda_replica *r);
 /* Sets every byte of the replica (on the device). */
 GAIA_HIDDEN int cuda_replica_fill(struct cuda_replica *r, uint8_t byte);
+/* Whether a rebase of the replica runs on the device (device_ops.rebase),
+ * so that a launch need not wait for the kernels before it. */
+GAIA_HIDDEN bool cuda_replica_rebases_in_place(const struct cuda_replica *r);
 /* Managed backing: after uploads, moves the replica to the device in bulk. */
 GAIA_HIDDEN void cuda_replica_prefetch(struct cuda_replica *r);
 

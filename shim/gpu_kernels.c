@@ -76,12 +76,37 @@ static void gather_changes_blocks(const void *args, const struct simgpu_launch_d
 						     a->out_masks);
 }
 
+struct rebase_args {
+	unsigned long long *replica;
+	unsigned long long *base;
+	unsigned long long first;
+	unsigned long long npages;
+	const unsigned long long *cpu;
+};
+
+static void rebase_pages_blocks(const void *args, const struct simgpu_launch_dims *dims,
+				uint64_t begin, uint64_t end)
+{
+	const struct rebase_args *a = args;
+	uint64_t threads = (uint64_t)dims->block[0];
+	uint64_t stride = (uint64_t)dims->grid[0] * threads;
+	uint64_t words = a->npages * GAIA_DIFF_WORDS_PER_PAGE;
+	for (uint64_t b = begin; b < end; b++)
+		for (uint64_t t = 0; t < threads; t++)
+			for (uint64_t w = b * threads + t; w < words; w += stride)
+				gaia_rebase_word_at(a->replica, a->base, a->first, a->cpu, w);
+}
+
 /* The kernels' host-side identities: the registry keys kernels by address. */
 static void gaia_diff_pages_host(void)
 {
 }
 
 static void gaia_gather_changes_host(void)
+{
+}
+
+static void gaia_rebase_pages_host(void)
 {
 }
 
@@ -95,6 +120,11 @@ static const unsigned gather_offsets[] = {
 	offsetof(struct gather_args, pages),   offsetof(struct gather_args, n),
 	offsetof(struct gather_args, out_pages), offsetof(struct gather_args, out_masks)};
 static const unsigned gather_sizes[] = {8, 8, 8, 8, 8, 8};
+static const unsigned rebase_offsets[] = {
+	offsetof(struct rebase_args, replica), offsetof(struct rebase_args, base),
+	offsetof(struct rebase_args, first), offsetof(struct rebase_args, npages),
+	offsetof(struct rebase_args, cpu)};
+static const unsigned rebase_sizes[] = {8, 8, 8, 8, 8};
 
 void gpu_kernels_register(void)
 {
@@ -122,10 +152,22 @@ void gpu_kernels_register(void)
 		.param_size = gather_sizes,
 		.args_bytes = sizeof(struct gather_args),
 	};
+	static const struct simgpu_kernel_desc rebase = {
+		.abi = SIMGPU_KERNEL_ABI,
+		.name = GPU_REBASE_KERNEL,
+		.func = (const void *)gaia_rebase_pages_host,
+		.trampoline = rebase_pages_blocks,
+		.nparams = 5,
+		.param_offset = rebase_offsets,
+		.param_size = rebase_sizes,
+		.args_bytes = sizeof(struct rebase_args),
+	};
 	int rc = reg(&desc);
 	if (!rc)
 		rc = reg(&gather);
+	if (!rc)
+		rc = reg(&rebase);
 	if (rc)
 		gaia_warn("simgpu_register_kernel failed (%d): the shim's kernels are not on the "
-			  "simulated GPU, syncs compare pages on the host", rc);
+			  "simulated GPU, syncs compare pages on the host and launches that rebase wait for the device", rc);
 }

@@ -6,6 +6,7 @@
 
 #define GPU_DIFF_KERNEL "gaia_diff_pages"
 #define GPU_GATHER_KERNEL "gaia_gather_changes"
+#define GPU_REBASE_KERNEL "gaia_rebase_pages"
 
 /* The diff kernel's PTX text, or NULL when the build had no nvcc (syncs
  * then diff on the host). */
