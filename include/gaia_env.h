@@ -54,6 +54,12 @@
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
 	     "bits, or the best the kernel offers (auto)")                              \
+	ENUM(RUNNING_KERNELS, running_kernels, ISOLATED,                                \
+	     "a launch after the CPU changed a region, while kernels launched earlier " \
+	     "still run on the device: isolated = it waits for them (they see the "     \
+	     "bytes as at their own launch; one that waits for the host never ends); "  \
+	     "shared = it rebases the region on the device at once (they may see the " \
+	     "CPU's later bytes, as in host memory; none of their stores is lost)")     \
 	INT(RELEASE_MS, release_ms, 100, 0, 3600000,                                    \
 	    "how often a CPU-only process publishes its writes to the shared version "  \
 	    "table, in ms; 0 = only at msync, munmap and exit")                         \
@@ -71,6 +77,8 @@
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")
+#define GAIA_ENV_WORDS_RUNNING_KERNELS(W)                                               \
+	W(RUNNING_KERNELS, ISOLATED, "isolated") W(RUNNING_KERNELS, SHARED, "shared")
 /* Ordered by verbosity: a message of level L is printed when L <= GAIA_LOG. */
 #define GAIA_ENV_WORDS_LOG(W)                                                           \
 	W(LOG, ERROR, "error") W(LOG, WARN, "warn") W(LOG, INFO, "info")                \

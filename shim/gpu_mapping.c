@@ -12,6 +12,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -288,14 +291,86 @@ static void populate_uploads(struct gaia_mapping *m)
 	}
 }
 
-static bool plan_moves_device_bytes(const struct lrc_plan *plan)
+/* Whether actions of these kinds (LRC_MOVES_*) on m's replica on dev must
+ * wait for the kernels launched earlier there. GAIA_RUNNING_KERNELS=isolated:
+ * any (they must see the bytes as at their own launch, DESIGN promise 4).
+ * shared: those that would replace bytes they may be writing: an upload
+ * into a writable region, a rebase with protect records or without the
+ * device's rebase kernel. A rebase on the device keeps their stores
+ * (device_ops.rebase); an upload into a read-only region replaces bytes
+ * they can only read, as a CPU store into host memory would. */
+static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kinds)
 {
+	if (kinds && gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED)
+		return true;
+	if ((kinds & LRC_MOVES_UPLOAD) && m->exec.writable)
+		return true;
+	return (kinds & LRC_MOVES_REBASE) &&
+	       (m->exec.prot[dev].count || !cuda_replica_rebases_in_place(m->replicas[dev]));
+}
+
+static unsigned plan_moves(const struct lrc_plan *plan)
+{
+	unsigned kinds = 0;
 	for (size_t i = 0; i < plan->count; i++) {
 		uint8_t k = plan->items[i].kind;
-		if (k == LRC_UPLOAD || k == LRC_REBASE)
-			return true;
+		if (k == LRC_UPLOAD)
+			kinds |= LRC_MOVES_UPLOAD;
+		else if (k == LRC_REBASE)
+			kinds |= LRC_MOVES_REBASE;
 	}
-	return false;
+	return kinds;
+}
+
+/* A launch that waits for the kernels launched earlier on its device never
+ * goes on if one of them waits for the host to act after this launch: once
+ * a wait has lasted LAUNCH_WAIT_NOTE_S, the shim says (once) what it waits
+ * for and how to let such a launch go on. */
+#define LAUNCH_WAIT_NOTE_S 5
+static pthread_mutex_t wait_note_lock = PTHREAD_MUTEX_INITIALIZER;
+static char wait_note[700];
+static bool wait_noted;
+
+static void launch_wait_is_long(union sigval v)
+{
+	(void)v;
+	pthread_mutex_lock(&wait_note_lock);
+	if (!wait_noted) {
+		wait_noted = true;
+		gaia_warn("%s", wait_note);
+	}
+	pthread_mutex_unlock(&wait_note_lock);
+}
+
+/* Called without the mapping lock; `path` is copied first. */
+static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
+{
+	pthread_mutex_lock(&wait_note_lock);
+	bool note = !wait_noted;
+	if (note)
+		snprintf(wait_note, sizeof(wait_note),
+			 "a kernel launch on device %d has waited %d s for the kernels launched earlier "
+			 "there: the CPU changed %s, %s. If one of those kernels waits for the host to "
+			 "act after this launch, it never ends%s",
+			 dev, LAUNCH_WAIT_NOTE_S, path,
+			 isolated ? "which they may still read (GAIA_RUNNING_KERNELS=isolated: they see "
+				    "the bytes as at their own launch)"
+				  : "and its new bytes can only be brought to the device with it idle",
+			 isolated ? "; GAIA_RUNNING_KERNELS=shared lets it go on (the running kernels may "
+				    "then see the CPU's later bytes, as in host memory)"
+				  : "");
+	pthread_mutex_unlock(&wait_note_lock);
+	timer_t timer;
+	struct sigevent ev = {.sigev_notify = SIGEV_THREAD, .sigev_notify_function = launch_wait_is_long};
+	bool armed = note && timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
+	if (armed) {
+		struct itimerspec when = {.it_value = {.tv_sec = LAUNCH_WAIT_NOTE_S}};
+		(void)timer_settime(timer, 0, &when, NULL);
+	}
+	cuda_synchronize();
+	if (armed)
+		timer_delete(timer);
+	stats_add(GAIA_STAT_launch_waits, 1);
 }
 
 int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
@@ -307,24 +382,34 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		return 0;
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&mapping_lock);
-	/* Kernels launched earlier may still read device bytes this launch
-	 * would change: then the launch waits for them first, without the
+	/* Kernels launched earlier may still run on the device. When this
+	 * launch would replace bytes they may be writing
+	 * (moves_need_idle_device), it waits for them first, without the
 	 * mapping lock (munmap, msync and writes to managed files go on
 	 * meanwhile), and looks again. The caller holds the launch window, so
 	 * no kernel starts on any device in between. */
-	bool moves = false, collected = false;
+	bool moves = false, collected = false, rebased_running = false;
+	bool isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED;
 	if (device_busy[dev]) {
+		char path[512] = "";
 		for (struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!m->replicas[dev])
 				continue; /* a new replica: no kernel reads it yet */
 			mapping_collect_locked(m);
-			moves |= lrc_launch_moves(&m->engine, dev);
+			unsigned kinds = lrc_launch_moves(&m->engine, dev);
+			rebased_running |= (kinds & LRC_MOVES_REBASE) != 0;
+			if (!moves_need_idle_device(m, dev, kinds))
+				continue;
+			if (!moves)
+				snprintf(path, sizeof(path), "%s", m->path);
+			moves = true;
 		}
 		if (moves) {
 			pthread_mutex_unlock(&mapping_lock);
-			cuda_synchronize();
+			wait_for_earlier_kernels(dev, path, isolated);
 			pthread_mutex_lock(&mapping_lock);
 			device_busy[dev] = false;
+			rebased_running = false;
 		}
 		/* Without a wait the lock was never dropped: what was just
 		 * collected from mappings with a replica stands. */
@@ -352,11 +437,12 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		uint64_t before = m->exec.uploaded_pages;
 		bool had_epoch = m->engine.epoch_open[dev];
 		int rc = lrc_launch(&m->engine, dev, &m->plan);
-		/* Kernels launched earlier may still read these pages: they must
-		 * not see bytes from after their own launch. */
-		if (!rc && device_busy[dev] && plan_moves_device_bytes(&m->plan)) {
+		/* (A mapping the loop above did not look at.) */
+		if (!rc && device_busy[dev] && moves_need_idle_device(m, dev, plan_moves(&m->plan))) {
 			cuda_synchronize();
+			stats_add(GAIA_STAT_launch_waits, 1);
 			device_busy[dev] = false;
+			rebased_running = false;
 		}
 		populate_uploads(m);
 		for (size_t i = 0; i < m->plan.count; i++)
@@ -384,6 +470,8 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		if (r->backing == GAIA_BACKING_MANAGED && nout < out_capacity)
 			out[nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
 	}
+	if (rebased_running)
+		stats_add(GAIA_STAT_running_rebases, 1);
 	device_busy[dev] = true;
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);

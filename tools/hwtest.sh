@@ -159,6 +159,14 @@ for src in "$source"/tests/programs/*.cu; do
 		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p"
 	done
 done
+# spin_streams' modes: the CPU writes while a kernel spins, then a launch on
+# another stream (GAIA_RUNNING_KERNELS, README "A launch while earlier kernels run").
+for mode in shared isolated; do
+	for b in "${backings[@]}"; do
+		run "spin_streams $mode" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" \
+			"GAIA_RUNNING_KERNELS=$mode" -- "$programs/spin_streams" "$mode"
+	done
+done
 
 # ---- tests/gpu/protocol, the cases CTest runs (tests/gpu/CMakeLists.txt)
 cases=(launch_sees_cpu sync_publishes false_sharing same_byte cpu_store_invisible private bytes_moved

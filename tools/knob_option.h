@@ -50,6 +50,7 @@ static const struct knob_option_hint {
 	[GAIA_KNOB_PATHS] = { "GLOBS", NULL },
 	[GAIA_KNOB_BACKING] = { "MODE", NULL },
 	[GAIA_KNOB_DIRTY_TRACKING] = { "MODE", NULL },
+	[GAIA_KNOB_RUNNING_KERNELS] = { "MODE", NULL },
 	[GAIA_KNOB_RELEASE_MS] = { "MS", NULL },
 	[GAIA_KNOB_LOG] = { "LEVEL", NULL },
 	[GAIA_KNOB_STATS] = { "PATH", "1" },

@@ -25,6 +25,23 @@
 
 #define PAGE 4096
 
+/* Nanoseconds on the device, for kernels that wait a given time: the
+ * global timer on a GPU (clock64 counts cycles there), clock64 on the
+ * simulated one (nanoseconds). */
+#if defined(__CUDACC__)
+__device__ static inline long long device_ns(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return (long long)t;
+}
+#else
+static inline long long device_ns(void)
+{
+	return clock64();
+}
+#endif
+
 /* The step the program is in, named by failed checks and the watchdog. */
 static const char *volatile step = "start";
 

@@ -11,7 +11,19 @@
  *   it in the flag), synchronizes a, and must see the marker too.
  * Stream a is created with cudaStreamNonBlocking, then with
  * cudaStreamCreate (b always with cudaStreamCreate). Each variant uses a
- * fresh file, and the CPU does not write the mapping between the launches.
+ * fresh file.
+ *
+ * `spin_streams shared` (run with GAIA_RUNNING_KERNELS=shared) has the CPU
+ * write the mapping while spin runs, then launch `echo` on b, which copies
+ * what the CPU wrote to another part of the file: the launch must neither
+ * wait for spin (it would wait for ever) nor hide the CPU's bytes from
+ * echo, and it must keep what work wrote.
+ *
+ * `spin_streams isolated` (the default GAIA_RUNNING_KERNELS) does the same
+ * once with a spin that gives up after ISOLATED_SPIN_S: echo's launch must
+ * wait for it (spin sees the bytes as at its own launch), say on stderr
+ * after 5 s what it waits for and which setting lets it go on, and then
+ * show echo the CPU's bytes.
  */
 #include "programs.h"
 
@@ -19,14 +31,17 @@
 #define MARK_BYTES 64
 #define WORK_FROM MARK_BYTES	/* work writes [WORK_FROM, WORK_TO): same first page */
 #define WORK_TO (4 * PAGE)
+#define CPU_FROM (4 * PAGE)	/* the CPU writes [CPU_FROM, CPU_TO) while spin runs */
+#define CPU_TO (6 * PAGE)
+#define ECHO_TO (6 * PAGE)	/* echo copies them to [ECHO_TO, ECHO_TO + CPU_TO - CPU_FROM) */
 
 __global__ void spin(volatile int *flag, unsigned char *mark, long long give_up_ns)
 {
 	if (blockIdx.x != 0 || threadIdx.x != 0)
 		return;
-	long long t0 = clock64();
+	long long t0 = device_ns();
 	while (*flag == 0)
-		if (clock64() - t0 > give_up_ns)
+		if (device_ns() - t0 > give_up_ns)
 			return;		/* no marker: the host sees it missing */
 	for (int i = 0; i < MARK_BYTES; i++)
 		mark[i] = (unsigned char)(0xa0 + i);
@@ -42,6 +57,19 @@ __global__ void work(unsigned char *m, unsigned long long from, unsigned long lo
 }
 SIMGPU_KERNEL(work);
 
+__global__ void echo(unsigned char *m, unsigned long long from, unsigned long long to, unsigned long long dst)
+{
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	for (; from + i < to; i += (unsigned long long)gridDim.x * blockDim.x)
+		m[dst + i] = (unsigned char)(m[from + i] ^ 0x5a);
+}
+SIMGPU_KERNEL(echo);
+
+static unsigned char cpu_byte(size_t i)
+{
+	return (unsigned char)(i * 13 + 1);
+}
+
 static unsigned char initial(size_t i)
 {
 	return (unsigned char)(i % 251);
@@ -51,8 +79,9 @@ enum wait_kind { WAIT_STREAM, WAIT_EVENT, WAIT_QUERY };
 static const char *const wait_name[] = { "cudaStreamSynchronize(b)", "cudaEventSynchronize(event on b)",
 					 "cudaStreamQuery(b) polling" };
 
-/* The file must show work's bytes, and the marker iff `marked`. */
-static void check_file(const char *when, int fd, const unsigned char *m, int marked)
+/* The file must show work's bytes, and the marker iff `marked`; with
+ * `cpu_wrote`, the CPU's bytes and echo's copy of them. */
+static void check_file(const char *when, int fd, const unsigned char *m, int marked, int cpu_wrote)
 {
 	unsigned char *buf = (unsigned char *)malloc(NB);
 	pread_all(fd, buf, NB, 0);
@@ -62,20 +91,24 @@ static void check_file(const char *when, int fd, const unsigned char *m, int mar
 			want = (unsigned char)(0xa0 + i);
 		else if (i >= WORK_FROM && i < WORK_TO)
 			want = (unsigned char)(i * 7 + 3);
-		CHECK(m[i] == want, "%s: byte %zu through the mapping is %#x, want %#x%s", when, i, m[i], want,
-		      i < MARK_BYTES ? " (marker)" : i < WORK_TO ? " (work's bytes)" : " (untouched)");
-		CHECK(buf[i] == want, "%s: byte %zu read with pread() is %#x, want %#x%s", when, i, buf[i], want,
-		      i < MARK_BYTES ? " (marker)" : i < WORK_TO ? " (work's bytes)" : " (untouched)");
+		else if (cpu_wrote && i >= CPU_FROM && i < CPU_TO)
+			want = cpu_byte(i);
+		else if (cpu_wrote && i >= ECHO_TO && i < ECHO_TO + (CPU_TO - CPU_FROM))
+			want = (unsigned char)(cpu_byte(i - ECHO_TO + CPU_FROM) ^ 0x5a);
+		const char *what = i < MARK_BYTES ? " (marker)" : i < WORK_TO ? " (work's bytes)"
+				 : !cpu_wrote ? " (untouched)" : i < CPU_TO ? " (the CPU's bytes)" : " (echo's copy)";
+		CHECK(m[i] == want, "%s: byte %zu through the mapping is %#x, want %#x%s", when, i, m[i], want, what);
+		CHECK(buf[i] == want, "%s: byte %zu read with pread() is %#x, want %#x%s", when, i, buf[i], want, what);
 	}
 	free(buf);
 }
 
-static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
+static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, int cpu_writes)
 {
 	static char where[400];
-	char when[200];
-	snprintf(when, sizeof(when), "stream a %s, %s", a_nonblocking ? "cudaStreamNonBlocking" : "cudaStreamCreate",
-		 wait_name[how]);
+	char when[300];
+	snprintf(when, sizeof(when), "stream a %s, %s%s", a_nonblocking ? "cudaStreamNonBlocking" : "cudaStreamCreate",
+		 wait_name[how], cpu_writes ? ", the CPU writing the mapping and launching echo on b while spin runs" : "");
 	watchdog(20);	/* per variant; spin itself gives up later than this */
 	int fd = make_file(NB, initial);
 	unsigned char *m = (unsigned char *)map_file(fd, NB);
@@ -92,6 +125,14 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 	CUDA_OK(cudaGetLastError());
 	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
 	CUDA_OK(cudaGetLastError());
+	if (cpu_writes) {
+		for (size_t i = CPU_FROM; i < CPU_TO; i++)
+			m[i] = cpu_byte(i);
+		snprintf(where, sizeof(where), "%s: launching echo on b while spin runs on a", when);
+		SIMGPU_LAUNCH(echo, 8, 128, 0, b)(m, (unsigned long long)CPU_FROM, (unsigned long long)CPU_TO,
+						   (unsigned long long)ECHO_TO);
+		CUDA_OK(cudaGetLastError());
+	}
 
 	snprintf(where, sizeof(where), "%s: waiting for b while spin runs on a", when);
 	if (how == WAIT_STREAM) {
@@ -110,14 +151,14 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 	}
 	char msg[400];
 	snprintf(msg, sizeof(msg), "%s, spin still waiting", when);
-	check_file(msg, fd, m, 0);
+	check_file(msg, fd, m, 0, cpu_writes);
 
 	snprintf(where, sizeof(where), "%s: cudaStreamSynchronize(a) after setting the flag", when);
 	*flag = 1;
 	CUDA_OK(cudaStreamSynchronize(a));
 	CHECK(*flag == 2, "%s: spin never saw the flag (gave up after 50 s)", when);
 	snprintf(msg, sizeof(msg), "%s, then flag set and cudaStreamSynchronize(a)", when);
-	check_file(msg, fd, m, 1);
+	check_file(msg, fd, m, 1, cpu_writes);
 	*flag = 0;
 
 	CUDA_OK(cudaStreamDestroy(a));
@@ -126,8 +167,71 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how)
 	close(fd);
 }
 
-int main(void)
+#define ISOLATED_SPIN_S 7
+
+/* GAIA_RUNNING_KERNELS=isolated: echo's launch waits until spin gives up. */
+static void isolated(volatile int *flag, const char *log_path)
 {
+	watchdog(ISOLATED_SPIN_S + 20);
+	int fd = make_file(NB, initial);
+	unsigned char *m = (unsigned char *)map_file(fd, NB);
+	cudaStream_t a, b;
+	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+	CUDA_OK(cudaStreamCreate(&b));
+	step = "isolated: launching spin on a and work on b";
+	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, (long long)ISOLATED_SPIN_S * 1000 * 1000 * 1000);
+	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
+	CUDA_OK(cudaGetLastError());
+	for (size_t i = CPU_FROM; i < CPU_TO; i++)
+		m[i] = cpu_byte(i);
+	step = "isolated: launching echo on b while spin runs on a (it must wait for spin to give up)";
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	SIMGPU_LAUNCH(echo, 8, 128, 0, b)(m, (unsigned long long)CPU_FROM, (unsigned long long)CPU_TO,
+					   (unsigned long long)ECHO_TO);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CUDA_OK(cudaGetLastError());
+	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	CHECK(waited > ISOLATED_SPIN_S - 2, "echo's launch returned after %.2f s: it did not wait for spin "
+	      "(gives up after %d s), which may still read the bytes the CPU changed", waited, ISOLATED_SPIN_S);
+	step = "isolated: cudaStreamSynchronize(b), then (a)";
+	CUDA_OK(cudaStreamSynchronize(b));
+	CUDA_OK(cudaStreamSynchronize(a));
+	CHECK(*flag == 0, "spin saw a flag nobody set");
+	check_file("isolated, after both streams", fd, m, 0, 1);
+	/* The shim said, while waiting, what for and how to let it go on. */
+	fflush(stderr);
+	FILE *log = fopen(log_path, "r");
+	CHECK(log != NULL, "cannot read back stderr from %s", log_path);
+	static char text[1 << 16];
+	size_t n = fread(text, 1, sizeof(text) - 1, log);
+	text[n] = 0;
+	fclose(log);
+	CHECK(strstr(text, "has waited 5 s for the kernels launched earlier") &&
+	      strstr(text, "GAIA_RUNNING_KERNELS=shared lets it go on"),
+	      "no note on stderr about the launch's wait; stderr was:\n%s", text);
+	CUDA_OK(cudaStreamDestroy(a));
+	CUDA_OK(cudaStreamDestroy(b));
+	munmap(m, NB);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	char log_path[] = "/tmp/spin_streams_stderr_XXXXXX";
+	if (!strcmp(mode, "shared")) {
+		const char *knob = getenv("GAIA_RUNNING_KERNELS");
+		CHECK(knob && !strcmp(knob, "shared"), "spin_streams shared needs GAIA_RUNNING_KERNELS=shared");
+	} else if (!strcmp(mode, "isolated")) {
+		/* stderr goes to a file too, to find the shim's note in it. */
+		int log = mkstemp(log_path);
+		CHECK(log >= 0, "mkstemp: %s", strerror(errno));
+		CHECK(dup2(log, 2) == 2, "dup2: %s", strerror(errno));
+		close(log);
+	} else {
+		CHECK(!*mode, "usage: spin_streams [shared|isolated]");
+	}
 	CUDA_OK(cudaSetDevice(0));
 	int *flag;
 	CUDA_OK(cudaMallocManaged((void **)&flag, sizeof(int), cudaMemAttachGlobal));
@@ -140,14 +244,20 @@ int main(void)
 	*flag = 1;
 	SIMGPU_LAUNCH(spin, 1, 1, 0, 0)(flag, scratch, 0ll);
 	SIMGPU_LAUNCH(work, 1, 1, 0, 0)(scratch, 0ull, 0ull);
+	SIMGPU_LAUNCH(echo, 1, 1, 0, 0)(scratch, 0ull, 0ull, 0ull);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaFree(scratch));
 	*flag = 0;
-	for (int nb = 1; nb >= 0; nb--)
-		for (int how = WAIT_STREAM; how <= WAIT_QUERY; how++)
-			variant(flag, nb, (enum wait_kind)how);
+	if (!strcmp(mode, "isolated")) {
+		isolated(flag, log_path);
+		unlink(log_path);
+	} else {
+		for (int nb = 1; nb >= 0; nb--)
+			for (int how = WAIT_STREAM; how <= WAIT_QUERY; how++)
+				variant(flag, nb, (enum wait_kind)how, !strcmp(mode, "shared"));
+	}
 	CUDA_OK(cudaFree(flag));
-	printf("ok spin_streams\n");
+	printf("ok spin_streams %s\n", mode);
 	return 0;
 }
