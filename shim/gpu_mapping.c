@@ -325,30 +325,72 @@ static unsigned plan_moves(const struct lrc_plan *plan)
 /* A launch that waits for the kernels launched earlier on its device never
  * goes on if one of them waits for the host to act after this launch: once
  * a wait has lasted LAUNCH_WAIT_NOTE_S, the shim says (once) what it waits
- * for and how to let such a launch go on. */
+ * for and how to let such a launch go on. A thread of the shim's, started
+ * at the first such wait, watches the clock (it takes no signals). */
 #define LAUNCH_WAIT_NOTE_S 5
-static pthread_mutex_t wait_note_lock = PTHREAD_MUTEX_INITIALIZER;
-static char wait_note[700];
-static bool wait_noted;
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	pid_t watcher;       /* the process whose watcher runs; 0: none */
+	bool waiting, noted;
+	struct timespec deadline;
+	char note[700];
+} wait_note = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void launch_wait_is_long(union sigval v)
+static void *watch_launch_waits(void *arg)
 {
-	(void)v;
-	pthread_mutex_lock(&wait_note_lock);
-	if (!wait_noted) {
-		wait_noted = true;
-		gaia_warn("%s", wait_note);
+	(void)arg;
+	pthread_mutex_lock(&wait_note.lock);
+	while (!wait_note.noted) {
+		if (!wait_note.waiting) {
+			pthread_cond_wait(&wait_note.cond, &wait_note.lock);
+			continue;
+		}
+		struct timespec deadline = wait_note.deadline, now;
+		pthread_cond_timedwait(&wait_note.cond, &wait_note.lock, &deadline);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (wait_note.waiting && (now.tv_sec > wait_note.deadline.tv_sec ||
+					  (now.tv_sec == wait_note.deadline.tv_sec &&
+					   now.tv_nsec >= wait_note.deadline.tv_nsec))) {
+			wait_note.noted = true;
+			gaia_warn("%s", wait_note.note);
+		}
 	}
-	pthread_mutex_unlock(&wait_note_lock);
+	pthread_mutex_unlock(&wait_note.lock);
+	return NULL;
+}
+
+/* Under wait_note.lock. */
+static bool start_watcher_locked(void)
+{
+	if (wait_note.watcher == getpid())
+		return true;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wait_note.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	bool ok = pthread_create(&t, &attr, watch_launch_waits, NULL) == 0;
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ok)
+		wait_note.watcher = getpid();
+	return ok;
 }
 
 /* Called without the mapping lock; `path` is copied first. */
 static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
 {
-	pthread_mutex_lock(&wait_note_lock);
-	bool note = !wait_noted;
-	if (note)
-		snprintf(wait_note, sizeof(wait_note),
+	pthread_mutex_lock(&wait_note.lock);
+	if (!wait_note.noted && start_watcher_locked()) {
+		snprintf(wait_note.note, sizeof(wait_note.note),
 			 "a kernel launch on device %d has waited %d s for the kernels launched earlier "
 			 "there: the CPU changed %s, %s. If one of those kernels waits for the host to "
 			 "act after this launch, it never ends%s",
@@ -359,17 +401,19 @@ static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
 			 isolated ? "; GAIA_RUNNING_KERNELS=shared lets it go on (the running kernels may "
 				    "then see the CPU's later bytes, as in host memory)"
 				  : "");
-	pthread_mutex_unlock(&wait_note_lock);
-	timer_t timer;
-	struct sigevent ev = {.sigev_notify = SIGEV_THREAD, .sigev_notify_function = launch_wait_is_long};
-	bool armed = note && timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
-	if (armed) {
-		struct itimerspec when = {.it_value = {.tv_sec = LAUNCH_WAIT_NOTE_S}};
-		(void)timer_settime(timer, 0, &when, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &wait_note.deadline);
+		wait_note.deadline.tv_sec += LAUNCH_WAIT_NOTE_S;
+		wait_note.waiting = true;
+		pthread_cond_signal(&wait_note.cond);
 	}
+	pthread_mutex_unlock(&wait_note.lock);
 	cuda_synchronize();
-	if (armed)
-		timer_delete(timer);
+	pthread_mutex_lock(&wait_note.lock);
+	if (wait_note.waiting) {
+		wait_note.waiting = false;
+		pthread_cond_signal(&wait_note.cond);
+	}
+	pthread_mutex_unlock(&wait_note.lock);
 	stats_add(GAIA_STAT_launch_waits, 1);
 }
 
