@@ -237,6 +237,42 @@ static void child_h2d(size_t bytes)
 	printf("RESULT h2d_ratio_worst %.3f\n", worst);
 }
 
+/* A launch after a launch with no sync between, where the CPU changed 10%
+ * of the pages meanwhile (a rebase: the device keeps what its kernels
+ * wrote): bytes over the bus, both ways, per byte of the pages changed. */
+static void child_rebase(size_t bytes)
+{
+	unsigned long long npages = bytes / PAGE;
+	unsigned char *m = map_new_file(bytes, PROT_READ | PROT_WRITE, NULL);
+	unsigned long long *sum;
+	CUDA_OK(cudaMalloc((void **)&sum, 8));
+	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, sum);
+	CUDA_OK(cudaDeviceSynchronize());
+	uint64_t b0 = 0, b1 = 0, d0 = 0, d1 = 0;
+#ifndef __CUDACC__
+	struct simgpu_stats st;
+	if (simgpu_stats_get(0, &st))
+		DIE("simgpu_stats_get failed");
+	b0 = st.htod_bytes;
+	d0 = st.dtoh_bytes;
+#endif
+	/* (No sync before the third launch: a sync would close the epoch.) */
+	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, sum);
+	unsigned long long changed = 0;
+	for (unsigned long long pg = 0; pg < npages; pg += 10, changed++)
+		m[pg * PAGE + 17] = (unsigned char)(pg | 1);
+	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, sum);
+#ifndef __CUDACC__
+	if (simgpu_stats_get(0, &st))
+		DIE("simgpu_stats_get failed");
+	b1 = st.htod_bytes;
+	d1 = st.dtoh_bytes;
+#endif
+	CUDA_OK(cudaDeviceSynchronize());
+	printf("RESULT rebase_h2d_ratio %.3f\n", (double)(b1 - b0) / (double)(changed * PAGE));
+	printf("RESULT rebase_d2h_ratio %.3f\n", (double)(d1 - d0) / (double)(changed * PAGE));
+}
+
 static void child_upload_size(size_t bytes)
 {
 	unsigned long long npages = bytes / PAGE;
@@ -345,6 +381,8 @@ int main(int argc, char **argv)
 			child_untouched(atoi(argv[3]));
 		else if (!strcmp(what, "upload_size"))
 			child_upload_size(mb << 20);
+		else if (!strcmp(what, "rebase"))
+			child_rebase(mb << 20);
 		else
 			DIE("unknown child %s", what);
 		return 0;
@@ -408,6 +446,14 @@ int main(int argc, char **argv)
 	printf("  %-50s %12.3f\n", "10% of the pages changed", get(h, nh, "h2d_ratio_10"));
 	printf("  %-50s %12.3f\n", "50% of the pages changed", get(h, nh, "h2d_ratio_50"));
 
+	const char *rb[] = {"rebase", "x", "64", NULL};
+	struct result rbr[16];
+	int nrb = run_child(self, lib, rb, rbr, 16, "512");
+	printf("\n%-52s %12s %12s\n", "launch after launch, 10% of 64 MiB changed between",
+	       "h2d ratio", "d2h ratio");
+	printf("  %-50s %12.3f %12.3f\n", "bus bytes / bytes of pages changed (a rebase)",
+	       get(rbr, nrb, "rebase_h2d_ratio"), get(rbr, nrb, "rebase_d2h_ratio"));
+
 	const char *up[] = {"upload_size", "x", "256", NULL};
 	int nu = run_child(self, lib, up, u, 16, "1024");
 	printf("\n%-52s\n", "sequential first launch of a 256 MiB mapping");
@@ -437,5 +483,7 @@ int main(int argc, char **argv)
 	printf("BENCH launch_sync_overhead_clean_readonly_us %.1f\n", get(ro, nro, "added_us"));
 	printf("BENCH h2d_bytes_over_changed %.3f\n", get(h, nh, "h2d_ratio_worst"));
 	printf("BENCH upload_mean_transfer_mib %.2f\n", get(u, nu, "upload_mean_mib"));
+	printf("BENCH rebase_bus_bytes_over_changed %.3f\n",
+	       get(rbr, nrb, "rebase_h2d_ratio") + get(rbr, nrb, "rebase_d2h_ratio"));
 	return 0;
 }
