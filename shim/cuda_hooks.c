@@ -808,6 +808,77 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
 }
 
+/* A batch of 1-D copies (cuMemcpyBatchAsync; CUDA 13 dropped failIdx).
+ * Without a mapping among its operands it goes to the driver as it is.
+ * With one, the driver would take the mapping's address for the device
+ * replica's (vmm) or read pages the CPU changed since the last launch:
+ * the copies go one by one through cuMemcpyAsync above, in stream order
+ * (the driver may run a batch's copies in any order, so one by one is one
+ * of the orders it may pick), and a source order other than the stream's
+ * makes the call return after the copies, as the driver's does at the
+ * latest. The attributes' location hints and flags only tune speed. */
+static bool batch_touches_mapping(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const size_t *sizes,
+				  size_t count)
+{
+	if (!dsts || !srcs || !sizes || !mapping_any())
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (gpu_is_mapped_host((const void *)(uintptr_t)dsts[i], sizes[i]) ||
+		    gpu_is_mapped_host((const void *)(uintptr_t)srcs[i], sizes[i]))
+			return true;
+	return false;
+}
+
+static CUresult batch_one_by_one(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const size_t *sizes,
+				 size_t count, const CUmemcpyAttributes *attrs, const size_t *idxs, size_t nattrs,
+				 size_t *fail_idx, CUstream stream, bool per_thread)
+{
+	if (fail_idx)
+		*fail_idx = SIZE_MAX;
+	if (!count || !attrs || !idxs || !nattrs || nattrs > count || idxs[0] != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool wait = false;
+	for (size_t a = 0; a < nattrs; a++) {
+		if ((a && idxs[a] <= idxs[a - 1]) || idxs[a] >= count)
+			return CUDA_ERROR_INVALID_VALUE;
+		wait |= attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+	}
+	for (size_t i = 0; i < count; i++) {
+		CUresult rc = per_thread ? cuMemcpyAsync_ptsz(dsts[i], srcs[i], sizes[i], stream)
+					 : cuMemcpyAsync(dsts[i], srcs[i], sizes[i], stream);
+		if (rc != CUDA_SUCCESS) {
+			if (fail_idx)
+				*fail_idx = i;
+			return rc;
+		}
+	}
+	if (!wait)
+		return CUDA_SUCCESS;
+	return per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
+}
+
+#define BATCH_HOOK(abi, per_thread, with_fail, ...)                                                         \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,  \
+					 CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs,              \
+					 __VA_ARGS__)                                                         \
+	{                                                                                                    \
+		if (batch_touches_mapping(dsts, srcs, sizes, count))                                         \
+			return batch_one_by_one(dsts, srcs, sizes, count, attrs, idxs, nattrs,               \
+						BATCH_FAIL_##with_fail, hStream, per_thread);                \
+		__typeof__(&abi) real = REAL_OF(abi);                                                        \
+		if (!real)                                                                                   \
+			return CUDA_ERROR_NOT_SUPPORTED;                                                     \
+		return real(dsts, srcs, sizes, count, attrs, idxs, nattrs, BATCH_ARGS_##with_fail);         \
+	}
+#define BATCH_FAIL_1 failIdx
+#define BATCH_FAIL_0 NULL
+#define BATCH_ARGS_1 failIdx, hStream
+#define BATCH_ARGS_0 hStream
+BATCH_HOOK(cuMemcpyBatchAsync, false, 1, size_t *failIdx, CUstream hStream)
+BATCH_HOOK(cuMemcpyBatchAsync_ptsz, true, 1, size_t *failIdx, CUstream hStream)
+BATCH_HOOK(cuMemcpyBatchAsync_v2, false, 0, CUstream hStream)
+BATCH_HOOK(cuMemcpyBatchAsync_v2_ptsz, true, 0, CUstream hStream)
+
 /* Host to device, asynchronous: never a host sync (pageable memory is
  * staged at the call). */
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,

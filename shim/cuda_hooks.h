@@ -72,6 +72,11 @@ enum hook_lib { DRV, RT };
 	X(cuMemcpyAsync,                    7000,  1, cuMemcpyAsync_ptsz,                    DRV, PFN_cuMemcpyAsync_v7000_ptsz)             \
 	X(cuMemcpyHtoDAsync,                3020,  0, cuMemcpyHtoDAsync_v2,                  DRV, PFN_cuMemcpyHtoDAsync_v3020)              \
 	X(cuMemcpyHtoDAsync,                7000,  1, cuMemcpyHtoDAsync_v2_ptsz,             DRV, PFN_cuMemcpyHtoDAsync_v7000_ptsz)         \
+	/* batches of 1-D copies: one by one when an operand is a mapping */                                                              \
+	X(cuMemcpyBatchAsync,               12080, 0, cuMemcpyBatchAsync,                    DRV, PFN_cuMemcpyBatchAsync_v12080)            \
+	X(cuMemcpyBatchAsync,               12080, 1, cuMemcpyBatchAsync_ptsz,               DRV, PFN_cuMemcpyBatchAsync_v12080_ptsz)       \
+	X(cuMemcpyBatchAsync,               13000, 0, cuMemcpyBatchAsync_v2,                 DRV, PFN_cuMemcpyBatchAsync_v13000)            \
+	X(cuMemcpyBatchAsync,               13000, 1, cuMemcpyBatchAsync_v2_ptsz,            DRV, PFN_cuMemcpyBatchAsync_v13000_ptsz)       \
 	/* pitched copies: refused when a host side is a mapping */                                                                        \
 	X(cuMemcpy2D,                       3020,  0, cuMemcpy2D_v2,                         DRV, PFN_cuMemcpy2D_v3020)                     \
 	X(cuMemcpy2D,                       7000,  1, cuMemcpy2D_v2_ptds,                    DRV, PFN_cuMemcpy2D_v7000_ptds)                \

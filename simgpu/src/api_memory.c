@@ -299,6 +299,46 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return uva_copy(dst, src, n, s, true, true); }
 
+/* Batches of 1-D copies (CUDA 12.8; CUDA 13 dropped failIdx): in stream
+ * order, one after another; the attributes' hints change nothing here, and
+ * a source order other than stream order makes the call return after the
+ * copies. */
+static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                           CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
+                           CUstream s, bool ptds)
+{
+    if (fail_idx)
+        *fail_idx = SIZE_MAX;
+    if (!count || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || !num_attrs || num_attrs > count ||
+        attrs_idxs[0] != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool wait = false;
+    for (size_t a = 0; a < num_attrs; a++) {
+        if (a && attrs_idxs[a] <= attrs_idxs[a - 1])
+            return CUDA_ERROR_INVALID_VALUE;
+        if (attrs_idxs[a] >= count)
+            return CUDA_ERROR_INVALID_VALUE;
+        wait |= attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        CUresult r = uva_copy(dsts[i], srcs[i], sizes[i], s, ptds, true);
+        if (r != CUDA_SUCCESS) {
+            if (fail_idx)
+                *fail_idx = i;
+            return r;
+        }
+    }
+    return wait ? (ptds ? cuStreamSynchronize_ptsz(s) : cuStreamSynchronize(s)) : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                       CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs, CUstream s)
+{ return batch_copy(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, NULL, s, false); }
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                            CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs,
+                                            CUstream s)
+{ return batch_copy(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, NULL, s, true); }
+
 /* Peer copies: both sides device (or managed) memory; with unified
  * addressing the pointers name their devices, the contexts are checked
  * only for being given. Host memory is refused, as by the driver. */

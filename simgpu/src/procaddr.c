@@ -70,6 +70,8 @@
     X(cuMemcpy, 7000, PT, cuMemcpy_ptds, PFN_cuMemcpy_v7000_ptds)                           \
     X(cuMemcpyAsync, 4000, 0, cuMemcpyAsync, PFN_cuMemcpyAsync_v4000)                       \
     X(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz, PFN_cuMemcpyAsync_v7000_ptsz)            \
+    X(cuMemcpyBatchAsync, 13000, 0, cuMemcpyBatchAsync_v2, PFN_cuMemcpyBatchAsync_v13000)   \
+    X(cuMemcpyBatchAsync, 13000, PT, cuMemcpyBatchAsync_v2_ptsz, PFN_cuMemcpyBatchAsync_v13000_ptsz) \
     X(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2, PFN_cuMemcpy2D_v3020)                             \
     X(cuMemcpy2D, 7000, PT, cuMemcpy2D_v2_ptds, PFN_cuMemcpy2D_v7000_ptds)                  \
     X(cuMemcpy2DUnaligned, 3020, 0, cuMemcpy2DUnaligned_v2, PFN_cuMemcpy2DUnaligned_v3020)  \

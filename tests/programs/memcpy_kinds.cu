@@ -8,10 +8,15 @@
  *   a D2H copy into m after a kernel wrote other bytes of the same page
  *   (both survive); an H2D copy from m after a kernel wrote m and a sync
  *   (the copy carries the kernel's bytes); cudaMemcpy2D between a pitched
- *   device buffer and m (where the runtime has cudaMemcpy2D).
+ *   device buffer and m (where the runtime has cudaMemcpy2D); a batch
+ *   (cuMemcpyBatchAsync) of copies from m, into m and between device
+ *   buffers, after CPU stores and a kernel's writes, in stream order and
+ *   with a source order of "during the call".
  * The first steps run before any kernel touched m, the later ones after.
  */
 #include <dlfcn.h>
+
+#include <cuda.h>
 
 #include "patterns.h"
 
@@ -229,6 +234,64 @@ static void copy_2d(void)
 	free(want);
 }
 
+/* cuMemcpyBatchAsync, three copies per batch: the first half of m to d
+ * (after CPU stores there), d2 into the second half of m, and d to d2.
+ * With `during_call` the sources may be reused once the call returns. */
+static void batch(int during_call)
+{
+	step = during_call ? "cuMemcpyBatchAsync, source order: during the call"
+			   : "cuMemcpyBatchAsync, source order: the stream's";
+	cudaStream_t s;
+	CUDA_OK(cudaStreamCreate(&s));
+	/* A kernel writes all of m (model: pattern 30), then the CPU the first half. */
+	fill(model, 0, NB, 30);
+	fill(h, 0, NB, 30);
+	CUDA_OK(cudaMemcpy(d2, h, NB, cudaMemcpyHostToDevice));
+	SIMGPU_LAUNCH(copy_bytes, 16, 256, 0, 0)(d2, m, (unsigned long long)NB);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	fill(m, 0, NB / 2, 31 + during_call);
+	fill(model, 0, NB / 2, 31 + during_call);
+	device_fill(d2, 33);
+	unsigned char *d2_was = (unsigned char *)malloc(NB);
+	fill(d2_was, 0, NB, 33);
+	size_t half = NB / 2;
+	CUdeviceptr dsts[3] = {(CUdeviceptr)d, (CUdeviceptr)(m + half), (CUdeviceptr)d2};
+	CUdeviceptr srcs[3] = {(CUdeviceptr)m, (CUdeviceptr)d2, (CUdeviceptr)d};
+	/* (the third reads d after the first wrote it: the batch has no order
+	 * within itself, so d2 gets d's bytes from before or after; it is
+	 * checked only against both) */
+	size_t sizes[3] = {half, half, half};
+	CUmemcpyAttributes attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.srcAccessOrder = during_call ? CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
+					  : CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+	attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+	attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	size_t idx = 0;
+	CUresult rc = cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, (CUstream)s);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+		printf("(cuMemcpyBatchAsync not supported by this driver: skipped)\n");
+		CUDA_OK(cudaStreamDestroy(s));
+		free(d2_was);
+		return;
+	}
+	CHECK(rc == CUDA_SUCCESS, "%s returned %d", step, (int)rc);
+	CUDA_OK(cudaStreamSynchronize(s));
+	memcpy(model + half, d2_was, half);
+	char msg[300];
+	snprintf(msg, sizeof(msg), "%s: d after the copy from m's first half", step);
+	unsigned char *buf = (unsigned char *)malloc(NB);
+	CUDA_OK(cudaMemcpy(buf, d, half, cudaMemcpyDeviceToHost));
+	same(msg, buf, model, half);
+	snprintf(msg, sizeof(msg), "%s: m after the copy into its second half", step);
+	file_is_model(msg);
+	kernel_sees_model(msg);
+	free(buf);
+	free(d2_was);
+	CUDA_OK(cudaStreamDestroy(s));
+}
+
 int main(void)
 {
 	watchdog(60);
@@ -255,6 +318,8 @@ int main(void)
 	partial_unaligned();
 	kernels_between_copies();
 	copy_2d();
+	batch(0);
+	batch(1);
 
 	CUDA_OK(cudaFree(d));
 	CUDA_OK(cudaFree(d2));
