@@ -16,7 +16,7 @@
  * What the simulator gives a kernel: threadIdx, blockIdx, blockDim,
  * gridDim, warpSize, atomics (atomicAdd/Sub/Min/Max/CAS/Exch/And/Or/Xor on
  * int, unsigned, unsigned long long; atomicAdd and atomicExch on float),
- * __threadfence, clock64 (nanoseconds here, not cycles), and what threads
+ * __threadfence(_block, _system), clock64 (nanoseconds here, not cycles), and what threads
  * of a block share: __shared__ variables, __syncthreads (and its _count,
  * _and, _or forms), __syncwarp, the __shfl_sync family (idx, up, down, xor,
  * with width), __ballot_sync, __any_sync, __all_sync, __activemask, and the
@@ -179,6 +179,7 @@ template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask
 
 inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline long long clock64(void)
 {
     struct timespec ts;

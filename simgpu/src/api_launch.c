@@ -202,6 +202,15 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     return CUDA_SUCCESS;
 }
 
+/* Kernels are loaded when registered: nothing is left to load. */
+CUresult CUDAAPI cuFuncLoad(CUfunction hfunc)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return sim_kernel_find((const void *)hfunc) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 {
     CUresult r = sim_check_init();

@@ -180,6 +180,7 @@
     X(cuLaunchKernelEx, 11060, PT, cuLaunchKernelEx_ptsz, PFN_cuLaunchKernelEx_v11060_ptsz) \
     X(cuFuncGetParamInfo, 12040, 0, cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040)      \
     X(cuFuncGetName, 12030, 0, cuFuncGetName, PFN_cuFuncGetName_v12030)                    \
+    X(cuFuncLoad, 12040, 0, cuFuncLoad, PFN_cuFuncLoad_v12040)                              \
     X(cuKernelGetParamInfo, 12040, 0, cuKernelGetParamInfo, PFN_cuKernelGetParamInfo_v12040) \
     X(cuKernelGetFunction, 12000, 0, cuKernelGetFunction, PFN_cuKernelGetFunction_v12000)
 
