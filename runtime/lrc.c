@@ -213,23 +213,28 @@ int lrc_launch(struct lrc_region *r, int d, struct lrc_plan *plan)
 	return rc;
 }
 
-unsigned lrc_launch_moves(const struct lrc_region *r, int d)
+unsigned lrc_launch_moves(const struct lrc_region *r, int d, uint64_t *rebase_pages)
 {
 	const struct tsvt *t = &r->tsvt;
+	uint64_t rebases = 0;
+	if (rebase_pages)
+		*rebase_pages = 0;
 	if (d < 0 || d >= TSVT_MAX_DEVICES)
 		return 0;
 	unsigned refresh = refresh_kind(r, d) == LRC_REBASE ? LRC_MOVES_REBASE : LRC_MOVES_UPLOAD;
 	unsigned moves = 0;
 	for (size_t i = 0; i < r->live.count; i++) {
 		for (uint64_t p = r->live.items[i].first; p < r->live.items[i].end; p++) {
-			if (!tsvt_holds(t, d, p))
+			if (!tsvt_holds(t, d, p)) {
 				moves |= LRC_MOVES_UPLOAD;
-			else if (tsvt_is_stale(t, d, p) || tsvt_is_dirty(t, TSVT_CPU, p))
+			} else if (tsvt_is_stale(t, d, p) || tsvt_is_dirty(t, TSVT_CPU, p)) {
 				moves |= refresh;
-			if (moves == (LRC_MOVES_UPLOAD | LRC_MOVES_REBASE))
-				return moves;
+				rebases += refresh == LRC_MOVES_REBASE;
+			}
 		}
 	}
+	if (rebase_pages)
+		*rebase_pages = rebases;
 	return moves;
 }
 

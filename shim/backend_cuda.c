@@ -389,6 +389,9 @@ struct diff_kernels {
 	CUfunction fn;     /* NULL: diff on the host */
 	CUfunction gather; /* NULL: a sync's changes come down as replica + base */
 	CUfunction rebase; /* NULL: a rebase fetches replica and base (after a wait) */
+	/* Loaded with cuFuncLoad: its first launch while the program's kernels
+	 * run does not wait for them (lazy loading would). */
+	bool rebase_loaded;
 };
 /* The CPU's bytes of a launch's rebase go up in batches of at most this
  * many pages (1 MiB), into a buffer of the replica allocated with it: a
@@ -432,7 +435,7 @@ static void load_diff_kernels(struct diff_kernels *k)
 		if (k->gather)
 			(void)CU_CHECK(drv.func_load(k->gather), "cuFuncLoad " GPU_GATHER_KERNEL);
 		if (k->rebase)
-			(void)CU_CHECK(drv.func_load(k->rebase), "cuFuncLoad " GPU_REBASE_KERNEL);
+			k->rebase_loaded = !CU_CHECK(drv.func_load(k->rebase), "cuFuncLoad " GPU_REBASE_KERNEL);
 	}
 }
 
@@ -696,10 +699,12 @@ static int replica_rebase(void *rep, uint64_t first, uint64_t npages, const void
 	return rc;
 }
 
-bool cuda_replica_rebases_in_place(const struct cuda_replica *r)
+bool cuda_replica_rebases_in_place(const struct cuda_replica *r, uint64_t npages)
 {
 	struct ctx_switch c = enter_ctx(r);
-	bool yes = r->base && r->rebase_cpu && diff_kernels_here()->rebase && shim_stream();
+	const struct diff_kernels *dk = diff_kernels_here();
+	bool yes = r->base && r->rebase_cpu && npages <= r->rebase_pages && dk->rebase && dk->rebase_loaded &&
+		   shim_stream();
 	leave_ctx(c);
 	return yes;
 }

@@ -77,9 +77,12 @@ GAIA_HIDDEN int cuda_replica_create(struct cuda_replica *r, int backing, int dev
 GAIA_HIDDEN void cuda_replica_destroy(struct cuda_replica *r);
 /* Sets every byte of the replica (on the device). */
 GAIA_HIDDEN int cuda_replica_fill(struct cuda_replica *r, uint8_t byte);
-/* Whether a rebase of the replica runs on the device (device_ops.rebase),
- * so that a launch need not wait for the kernels before it. */
-GAIA_HIDDEN bool cuda_replica_rebases_in_place(const struct cuda_replica *r);
+/* Whether a rebase of npages pages of the replica runs on the device
+ * (device_ops.rebase) without the host waiting for the program's kernels:
+ * the rebase kernel loaded up front, and the CPU's bytes fitting the
+ * replica's staging buffer at once (a second batch's upload would wait
+ * for the first batch's kernel, which waits for room on the device). */
+GAIA_HIDDEN bool cuda_replica_rebases_in_place(const struct cuda_replica *r, uint64_t npages);
 /* Managed backing: after uploads, moves the replica to the device in bulk. */
 GAIA_HIDDEN void cuda_replica_prefetch(struct cuda_replica *r);
 

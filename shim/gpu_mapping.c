@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,35 +292,23 @@ static void populate_uploads(struct gaia_mapping *m)
 	}
 }
 
-/* Whether actions of these kinds (LRC_MOVES_*) on m's replica on dev must
- * wait for the kernels launched earlier there. GAIA_RUNNING_KERNELS=isolated:
- * any (they must see the bytes as at their own launch, DESIGN promise 4).
- * shared: those that would replace bytes they may be writing: an upload
- * into a writable region, a rebase with protect records or without the
- * device's rebase kernel. A rebase on the device keeps their stores
- * (device_ops.rebase); an upload into a read-only region replaces bytes
- * they can only read, as a CPU store into host memory would. */
-static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kinds)
+/* Whether actions of these kinds (LRC_MOVES_*), rebasing rebase_pages
+ * pages, on m's replica on dev must wait for the kernels launched earlier
+ * there. GAIA_RUNNING_KERNELS=isolated: any (they must see the bytes as at
+ * their own launch, DESIGN promise 4). shared: those that would replace
+ * bytes they may be writing: an upload into a writable region, a rebase
+ * with protect records; and a rebase the device cannot do at once
+ * (cuda_replica_rebases_in_place). A rebase on the device keeps their
+ * stores (device_ops.rebase); an upload into a read-only region replaces
+ * bytes they can only read, as a CPU store into host memory would. */
+static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kinds, uint64_t rebase_pages)
 {
 	if (kinds && gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED)
 		return true;
 	if ((kinds & LRC_MOVES_UPLOAD) && m->exec.writable)
 		return true;
 	return (kinds & LRC_MOVES_REBASE) &&
-	       (m->exec.prot[dev].count || !cuda_replica_rebases_in_place(m->replicas[dev]));
-}
-
-static unsigned plan_moves(const struct lrc_plan *plan)
-{
-	unsigned kinds = 0;
-	for (size_t i = 0; i < plan->count; i++) {
-		uint8_t k = plan->items[i].kind;
-		if (k == LRC_UPLOAD)
-			kinds |= LRC_MOVES_UPLOAD;
-		else if (k == LRC_REBASE)
-			kinds |= LRC_MOVES_REBASE;
-	}
-	return kinds;
+	       (m->exec.prot[dev].count || !cuda_replica_rebases_in_place(m->replicas[dev], rebase_pages));
 }
 
 /* A launch that waits for the kernels launched earlier on its device never
@@ -334,7 +323,7 @@ static struct {
 	pid_t watcher;       /* the process whose watcher runs; 0: none */
 	bool waiting, noted;
 	struct timespec deadline;
-	char note[700];
+	char note[1400];
 } wait_note = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *watch_launch_waits(void *arg)
@@ -385,36 +374,62 @@ static bool start_watcher_locked(void)
 	return ok;
 }
 
-/* Called without the mapping lock; `path` is copied first. */
-static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
+/* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
+ * watcher prints the note `fmt` makes (once per process). */
+static int watched_wait(int (*wait)(void), const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int watched_wait(int (*wait)(void), const char *fmt, ...)
 {
 	pthread_mutex_lock(&wait_note.lock);
 	if (!wait_note.noted && start_watcher_locked()) {
-		snprintf(wait_note.note, sizeof(wait_note.note),
-			 "a kernel launch on device %d has waited %d s for the kernels launched earlier "
-			 "there: the CPU changed %s, %s. If one of those kernels waits for the host to "
-			 "act after this launch, it never ends%s",
-			 dev, LAUNCH_WAIT_NOTE_S, path,
-			 isolated ? "which they may still read (GAIA_RUNNING_KERNELS=isolated: they see "
-				    "the bytes as at their own launch)"
-				  : "and its new bytes can only be brought to the device with it idle",
-			 isolated ? "; GAIA_RUNNING_KERNELS=shared lets it go on (the running kernels may "
-				    "then see the CPU's later bytes, as in host memory)"
-				  : "");
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(wait_note.note, sizeof(wait_note.note), fmt, ap);
+		va_end(ap);
 		clock_gettime(CLOCK_MONOTONIC, &wait_note.deadline);
 		wait_note.deadline.tv_sec += LAUNCH_WAIT_NOTE_S;
 		wait_note.waiting = true;
 		pthread_cond_signal(&wait_note.cond);
 	}
 	pthread_mutex_unlock(&wait_note.lock);
-	cuda_synchronize();
+	int rc = wait();
 	pthread_mutex_lock(&wait_note.lock);
 	if (wait_note.waiting) {
 		wait_note.waiting = false;
 		pthread_cond_signal(&wait_note.cond);
 	}
 	pthread_mutex_unlock(&wait_note.lock);
+	return rc;
+}
+
+/* Called without the mapping lock; `path` is copied first. */
+static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
+{
+	watched_wait(cuda_synchronize,
+		     "a kernel launch on device %d has waited %d s for the kernels launched earlier there: "
+		     "the CPU changed %s, %s. If one of those kernels waits for the host to act after "
+		     "this launch, it never ends%s",
+		     dev, LAUNCH_WAIT_NOTE_S, path,
+		     isolated ? "which they may still read (GAIA_RUNNING_KERNELS=isolated: they see the "
+				"bytes as at their own launch)"
+			      : "and its new bytes can only be brought to the device with it idle (README, "
+				"\"A launch while earlier kernels run\")",
+		     isolated ? "; GAIA_RUNNING_KERNELS=shared lets it go on (the running kernels may then "
+				"see the CPU's later bytes, as in host memory)"
+			      : "");
 	stats_add(GAIA_STAT_launch_waits, 1);
+}
+
+/* GAIA_RUNNING_KERNELS=shared, after rebases queued while kernels run: the
+ * launch goes on once the rebase kernel ran, which needs room on the
+ * device next to them. */
+static void wait_for_running_rebases(int dev, const char *path)
+{
+	watched_wait(cuda_shim_settle,
+		     "a kernel launch on device %d has waited %d s for the shim's rebase of %s "
+		     "(GAIA_RUNNING_KERNELS=shared): the kernels running there leave no room for it on "
+		     "the device. If one of them waits for the host to act after this launch, it never "
+		     "ends",
+		     dev, LAUNCH_WAIT_NOTE_S, path);
 }
 
 int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
@@ -434,15 +449,19 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	 * no kernel starts on any device in between. */
 	bool moves = false, collected = false, rebased_running = false;
 	bool isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED;
+	char path[512] = "", rebased_path[512] = "";
 	if (device_busy[dev]) {
-		char path[512] = "";
 		for (struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!m->replicas[dev])
 				continue; /* a new replica: no kernel reads it yet */
 			mapping_collect_locked(m);
-			unsigned kinds = lrc_launch_moves(&m->engine, dev);
-			rebased_running |= (kinds & LRC_MOVES_REBASE) != 0;
-			if (!moves_need_idle_device(m, dev, kinds))
+			uint64_t rebase_pages;
+			unsigned kinds = lrc_launch_moves(&m->engine, dev, &rebase_pages);
+			if ((kinds & LRC_MOVES_REBASE) && !rebased_running) {
+				rebased_running = true;
+				snprintf(rebased_path, sizeof(rebased_path), "%s", m->path);
+			}
+			if (!moves_need_idle_device(m, dev, kinds, rebase_pages))
 				continue;
 			if (!moves)
 				snprintf(path, sizeof(path), "%s", m->path);
@@ -481,13 +500,9 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		uint64_t before = m->exec.uploaded_pages;
 		bool had_epoch = m->engine.epoch_open[dev];
 		int rc = lrc_launch(&m->engine, dev, &m->plan);
-		/* (A mapping the loop above did not look at.) */
-		if (!rc && device_busy[dev] && moves_need_idle_device(m, dev, plan_moves(&m->plan))) {
-			cuda_synchronize();
-			stats_add(GAIA_STAT_launch_waits, 1);
-			device_busy[dev] = false;
-			rebased_running = false;
-		}
+		/* (Every replica the loop above did not look at is new: no
+		 * kernel reads it yet. With it, the lock was never dropped:
+		 * what this plan moves is what that loop saw.) */
 		populate_uploads(m);
 		for (size_t i = 0; i < m->plan.count; i++)
 			if (m->plan.items[i].kind == LRC_PUBLISH)
@@ -518,6 +533,8 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		stats_add(GAIA_STAT_running_rebases, 1);
 	device_busy[dev] = true;
 	pthread_mutex_unlock(&mapping_lock);
+	if (rebased_running)
+		wait_for_running_rebases(dev, rebased_path);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
 	return failed ? failed : (int)nout;
 }

@@ -24,6 +24,7 @@
  * wait for it (spin sees the bytes as at its own launch), say on stderr
  * after 5 s what it waits for and which setting lets it go on, and then
  * show echo the CPU's bytes.
+
  */
 #include "programs.h"
 
@@ -34,13 +35,25 @@
 #define CPU_FROM (4 * PAGE)	/* the CPU writes [CPU_FROM, CPU_TO) while spin runs */
 #define CPU_TO (6 * PAGE)
 #define ECHO_TO (6 * PAGE)	/* echo copies them to [ECHO_TO, ECHO_TO + CPU_TO - CPU_FROM) */
+/* spin's early store (shared mode), in a page the CPU writes after it: the
+ * device's byte wins over the CPU's concurrent one, and the rebase before
+ * echo must keep it there. */
+#define EARLY_AT (CPU_FROM + PAGE + 100)
 
-__global__ void spin(volatile int *flag, unsigned char *mark, long long give_up_ns)
+/* With `early`, spin first stores EARLY there and sets the flag to 3: the
+ * host then knows the store was made before it writes the same page. */
+#define EARLY 0x77
+__global__ void spin(volatile int *flag, unsigned char *mark, long long give_up_ns, unsigned char *early)
 {
 	if (blockIdx.x != 0 || threadIdx.x != 0)
 		return;
+	if (early) {
+		*early = EARLY;
+		__threadfence_system();
+		*flag = 3;
+	}
 	long long t0 = device_ns();
-	while (*flag == 0)
+	while (*flag != 1)
 		if (device_ns() - t0 > give_up_ns)
 			return;		/* no marker: the host sees it missing */
 	for (int i = 0; i < MARK_BYTES; i++)
@@ -80,7 +93,8 @@ static const char *const wait_name[] = { "cudaStreamSynchronize(b)", "cudaEventS
 					 "cudaStreamQuery(b) polling" };
 
 /* The file must show work's bytes, and the marker iff `marked`; with
- * `cpu_wrote`, the CPU's bytes and echo's copy of them. */
+ * `cpu_wrote`, the CPU's bytes and echo's copy of them (2: with spin's
+ * early byte in place of the CPU's there). */
 static void check_file(const char *when, int fd, const unsigned char *m, int marked, int cpu_wrote)
 {
 	unsigned char *buf = (unsigned char *)malloc(NB);
@@ -92,11 +106,14 @@ static void check_file(const char *when, int fd, const unsigned char *m, int mar
 		else if (i >= WORK_FROM && i < WORK_TO)
 			want = (unsigned char)(i * 7 + 3);
 		else if (cpu_wrote && i >= CPU_FROM && i < CPU_TO)
-			want = cpu_byte(i);
+			want = i == EARLY_AT && cpu_wrote == 2 ? EARLY : cpu_byte(i);
 		else if (cpu_wrote && i >= ECHO_TO && i < ECHO_TO + (CPU_TO - CPU_FROM))
-			want = (unsigned char)(cpu_byte(i - ECHO_TO + CPU_FROM) ^ 0x5a);
+			want = (unsigned char)((i - ECHO_TO + CPU_FROM == EARLY_AT && cpu_wrote == 2
+						? EARLY : cpu_byte(i - ECHO_TO + CPU_FROM)) ^ 0x5a);
 		const char *what = i < MARK_BYTES ? " (marker)" : i < WORK_TO ? " (work's bytes)"
-				 : !cpu_wrote ? " (untouched)" : i < CPU_TO ? " (the CPU's bytes)" : " (echo's copy)";
+				 : !cpu_wrote ? " (untouched)"
+				 : i == EARLY_AT && cpu_wrote == 2 ? " (spin's early store, over the CPU's)"
+				 : i < CPU_TO ? " (the CPU's bytes)" : " (echo's copy)";
 		CHECK(m[i] == want, "%s: byte %zu through the mapping is %#x, want %#x%s", when, i, m[i], want, what);
 		CHECK(buf[i] == want, "%s: byte %zu read with pread() is %#x, want %#x%s", when, i, buf[i], want, what);
 	}
@@ -121,8 +138,13 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, i
 
 	snprintf(where, sizeof(where), "%s: launching spin on a and work on b", when);
 	step = where;
-	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 50ll * 1000 * 1000 * 1000);
+	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 50ll * 1000 * 1000 * 1000, cpu_writes ? m + EARLY_AT : (unsigned char *)0);
 	CUDA_OK(cudaGetLastError());
+	if (cpu_writes) {
+		snprintf(where, sizeof(where), "%s: waiting for spin's early store", when);
+		while (*flag != 3)
+			usleep(100);
+	}
 	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
 	CUDA_OK(cudaGetLastError());
 	if (cpu_writes) {
@@ -151,14 +173,14 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, i
 	}
 	char msg[400];
 	snprintf(msg, sizeof(msg), "%s, spin still waiting", when);
-	check_file(msg, fd, m, 0, cpu_writes);
+	check_file(msg, fd, m, 0, cpu_writes ? 2 : 0);
 
 	snprintf(where, sizeof(where), "%s: cudaStreamSynchronize(a) after setting the flag", when);
 	*flag = 1;
 	CUDA_OK(cudaStreamSynchronize(a));
 	CHECK(*flag == 2, "%s: spin never saw the flag (gave up after 50 s)", when);
 	snprintf(msg, sizeof(msg), "%s, then flag set and cudaStreamSynchronize(a)", when);
-	check_file(msg, fd, m, 1, cpu_writes);
+	check_file(msg, fd, m, 1, cpu_writes ? 2 : 0);
 	*flag = 0;
 
 	CUDA_OK(cudaStreamDestroy(a));
@@ -169,8 +191,9 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, i
 
 #define ISOLATED_SPIN_S 7
 
-/* GAIA_RUNNING_KERNELS=isolated: echo's launch waits until spin gives up. */
-static void isolated(volatile int *flag, const char *log_path)
+/* echo's launch waits until spin gives up, and the shim's note on stderr
+ * says `note`. */
+static void isolated(volatile int *flag, const char *log_path, const char *note, const char *advice)
 {
 	watchdog(ISOLATED_SPIN_S + 20);
 	int fd = make_file(NB, initial);
@@ -179,7 +202,7 @@ static void isolated(volatile int *flag, const char *log_path)
 	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
 	CUDA_OK(cudaStreamCreate(&b));
 	step = "isolated: launching spin on a and work on b";
-	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, (long long)ISOLATED_SPIN_S * 1000 * 1000 * 1000);
+	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, (long long)ISOLATED_SPIN_S * 1000 * 1000 * 1000, (unsigned char *)0);
 	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
 	CUDA_OK(cudaGetLastError());
 	for (size_t i = CPU_FROM; i < CPU_TO; i++)
@@ -207,9 +230,8 @@ static void isolated(volatile int *flag, const char *log_path)
 	size_t n = fread(text, 1, sizeof(text) - 1, log);
 	text[n] = 0;
 	fclose(log);
-	CHECK(strstr(text, "has waited 5 s for the kernels launched earlier") &&
-	      strstr(text, "GAIA_RUNNING_KERNELS=shared lets it go on"),
-	      "no note on stderr about the launch's wait; stderr was:\n%s", text);
+	CHECK(strstr(text, note) && strstr(text, advice),
+	      "no note on stderr about the launch's wait (\"%s\" ... \"%s\"); stderr was:\n%s", note, advice, text);
 	CUDA_OK(cudaStreamDestroy(a));
 	CUDA_OK(cudaStreamDestroy(b));
 	munmap(m, NB);
@@ -242,7 +264,7 @@ int main(int argc, char **argv)
 	unsigned char *scratch;
 	CUDA_OK(cudaMalloc((void **)&scratch, MARK_BYTES));
 	*flag = 1;
-	SIMGPU_LAUNCH(spin, 1, 1, 0, 0)(flag, scratch, 0ll);
+	SIMGPU_LAUNCH(spin, 1, 1, 0, 0)(flag, scratch, 0ll, (unsigned char *)0);
 	SIMGPU_LAUNCH(work, 1, 1, 0, 0)(scratch, 0ull, 0ull);
 	SIMGPU_LAUNCH(echo, 1, 1, 0, 0)(scratch, 0ull, 0ull, 0ull);
 	CUDA_OK(cudaGetLastError());
@@ -250,8 +272,10 @@ int main(int argc, char **argv)
 	CUDA_OK(cudaFree(scratch));
 	*flag = 0;
 	if (!strcmp(mode, "isolated")) {
-		isolated(flag, log_path);
+		isolated(flag, log_path, "has waited 5 s for the kernels launched earlier",
+			 "GAIA_RUNNING_KERNELS=shared lets it go on");
 		unlink(log_path);
+
 	} else {
 		for (int nb = 1; nb >= 0; nb--)
 			for (int how = WAIT_STREAM; how <= WAIT_QUERY; how++)

@@ -349,21 +349,26 @@ static void op_launch(struct run *r, int d)
 	 * the device's bytes (then it may wait for kernels still running
 	 * there): the answer must be the plan's. */
 	size_t before = h->plan.count;
-	unsigned predicted = lrc_launch_moves(&h->region, d);
+	uint64_t predicted_rebases;
+	unsigned predicted = lrc_launch_moves(&h->region, d, &predicted_rebases);
 	assert_int_equal(lrc_launch(&h->region, d, &h->plan), 0);
 	unsigned moves = 0;
+	uint64_t rebases = 0;
 	for (size_t i = before; i < h->plan.count; i++) {
 		if (h->plan.items[i].dev != d)
 			continue;
-		if (h->plan.items[i].kind == LRC_UPLOAD)
+		if (h->plan.items[i].kind == LRC_UPLOAD) {
 			moves |= LRC_MOVES_UPLOAD;
-		else if (h->plan.items[i].kind == LRC_REBASE)
+		} else if (h->plan.items[i].kind == LRC_REBASE) {
 			moves |= LRC_MOVES_REBASE;
+			rebases += h->plan.items[i].npages;
+		}
 	}
-	if (moves != predicted)
-		fail_msg("seed %llu op %ld: lrc_launch_moves said %#x, the launch's plan has %#x "
-			 "(1: uploads, 2: rebases)",
-			 (unsigned long long)r->seed, r->op, predicted, moves);
+	if (moves != predicted || rebases != predicted_rebases)
+		fail_msg("seed %llu op %ld: lrc_launch_moves said %#x and %llu pages to rebase, the "
+			 "launch's plan has %#x and %llu (1: uploads, 2: rebases)",
+			 (unsigned long long)r->seed, r->op, predicted, (unsigned long long)predicted_rebases,
+			 moves, (unsigned long long)rebases);
 	run_plan(h);
 	model_join(r->m, d + 1, 0);
 	if ((h->flags & LRC_WRITABLE) && h->epoch_age[d] < 0)
