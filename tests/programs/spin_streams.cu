@@ -189,6 +189,55 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, i
 	close(fd);
 }
 
+/* A file mapped while spin runs, written by the CPU and then by `work` on
+ * b: its first copy on the device needs no wait for spin (which cannot
+ * read it), so the launch must not hang. Managed backing only: a vmm
+ * replica is made with cuMemSetAccess, which synchronizes the device
+ * (cuda.h marks it \note_sync), so there the launch waits for spin. */
+static void new_mapping_while_spinning(volatile int *flag)
+{
+	const char *backing = getenv("GAIA_BACKING");
+	if (!backing || strcmp(backing, "managed")) {
+		printf("(a file mapped while spin runs: managed backing only)\n");
+		return;
+	}
+	watchdog(20);
+	int fd = make_file(NB, initial);
+	unsigned char *m = (unsigned char *)map_file(fd, NB);
+	cudaStream_t a, b;
+	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+	CUDA_OK(cudaStreamCreate(&b));
+	step = "new mapping: launching spin on a";
+	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 50ll * 1000 * 1000 * 1000, (unsigned char *)0);
+	CUDA_OK(cudaGetLastError());
+	int fd2 = make_file(NB, initial);
+	unsigned char *m2 = (unsigned char *)map_file(fd2, NB);
+	for (size_t i = CPU_FROM; i < CPU_TO; i++)
+		m2[i] = cpu_byte(i);
+	step = "new mapping: launching work and echo on b over a file mapped while spin runs";
+	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m2, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
+	SIMGPU_LAUNCH(echo, 8, 128, 0, b)(m2, (unsigned long long)CPU_FROM, (unsigned long long)CPU_TO,
+					   (unsigned long long)ECHO_TO);
+	CUDA_OK(cudaGetLastError());
+	step = "new mapping: cudaStreamSynchronize(b) while spin runs";
+	CUDA_OK(cudaStreamSynchronize(b));
+	check_file("a file mapped while spin runs, after b", fd2, m2, 0, 1);
+	*flag = 1;
+	CUDA_OK(cudaStreamSynchronize(a));
+	CHECK(*flag == 2, "new mapping: spin never saw the flag");
+	for (size_t i = 0; i < NB; i++) {
+		unsigned char want = i < MARK_BYTES ? (unsigned char)(0xa0 + i) : initial(i);
+		CHECK(m[i] == want, "new mapping: byte %zu of the file spin marks is %#x, want %#x", i, m[i], want);
+	}
+	*flag = 0;
+	CUDA_OK(cudaStreamDestroy(a));
+	CUDA_OK(cudaStreamDestroy(b));
+	munmap(m2, NB);
+	munmap(m, NB);
+	close(fd2);
+	close(fd);
+}
+
 #define ISOLATED_SPIN_S 7
 
 /* echo's launch waits until spin gives up, and the shim's note on stderr
@@ -280,6 +329,7 @@ int main(int argc, char **argv)
 		for (int nb = 1; nb >= 0; nb--)
 			for (int how = WAIT_STREAM; how <= WAIT_QUERY; how++)
 				variant(flag, nb, (enum wait_kind)how, !strcmp(mode, "shared"));
+		new_mapping_while_spinning(flag);
 	}
 	CUDA_OK(cudaFree(flag));
 	printf("ok spin_streams %s\n", mode);
