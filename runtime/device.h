@@ -76,6 +76,18 @@ struct device_exec {
 	 * stored on the CPU side (a device gets zeros; its writes there are
 	 * dropped, as a CPU store there would fault). */
 	uint64_t valid_pages;
+	/* Pages the shim must not store into either: bit p % 64 of
+	 * no_store[p / 64], for p < no_store_pages (NULL: none). The program's
+	 * mapping has no PROT_WRITE there; a device's writes to them are
+	 * dropped, as a CPU store there would fault. */
+	const uint64_t *no_store;
+	uint64_t no_store_pages;
+	/* Pages the shim must not read on the CPU side either (same layout,
+	 * no_load_pages; NULL: none): the program's mapping has no PROT_READ
+	 * there and is the only view of them (MAP_PRIVATE). A device gets
+	 * zeros there, as past the end of the file. */
+	const uint64_t *no_load;
+	uint64_t no_load_pages;
 	/* Called for LRC_PUBLISH, and after the shim stored into CPU pages
 	 * (stored may be NULL). */
 	void (*publish)(void *arg, uint64_t first, uint64_t npages);

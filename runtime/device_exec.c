@@ -120,6 +120,21 @@ static int fetch_pair(struct device_exec *x, void *rep, uint64_t first, uint64_t
 	return rc;
 }
 
+/* Whether a merge may store into CPU page p (device.h: valid_pages,
+ * no_store). */
+static bool may_store(const struct device_exec *x, uint64_t p)
+{
+	if (p >= x->valid_pages)
+		return false;
+	return !x->no_store || p >= x->no_store_pages || !(x->no_store[p / 64] >> (p % 64) & 1);
+}
+
+/* Whether the CPU side of page p may be read (device.h: no_load). */
+static bool may_load(const struct device_exec *x, uint64_t p)
+{
+	return !x->no_load || p >= x->no_load_pages || !(x->no_load[p / 64] >> (p % 64) & 1);
+}
+
 /* A snapshot release's merge: base := the device bytes just merged (the
  * device may have changed them since). The protect records stay, for the
  * rest of the epoch. */
@@ -141,6 +156,8 @@ static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t n
 			uint64_t p = first + done + i;
 			if (p >= x->valid_pages)
 				break;
+			if (!may_store(x, p))
+				continue;
 			const struct lrc_protect *prot = protect_get(&x->prot[d], p);
 			x->conflict_bytes += lrc_page_conflicts(x->cpu_store + p * PG, dev + i * PG,
 								base + i * PG, prot);
@@ -194,6 +211,13 @@ static int rebase(struct device_exec *x, int d, uint64_t first, uint64_t npages)
 {
 	uint64_t inside = first >= x->valid_pages ? 0
 			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
+	/* A page the CPU side cannot read keeps the device's bytes. */
+	for (uint64_t p = first; x->no_load && p < first + inside; p++) {
+		if (may_load(x, p))
+			continue;
+		int rc = p > first ? rebase(x, d, first, p - first) : 0;
+		return rc ?: rebase(x, d, p + 1, first + npages - p - 1);
+	}
 	if (x->ops->rebase && !any_protect(&x->prot[d], first, npages)) {
 		/* Pages past the end of the file keep their bytes, as below. */
 		int rc = inside ? x->ops->rebase(x->replica[d], first, inside, x->cpu + first * PG) : 0;
@@ -237,6 +261,25 @@ static int upload(struct device_exec *x, void *rep, uint64_t first, uint64_t npa
 	uint64_t inside = first >= x->valid_pages ? 0
 			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
 	int rc = 0;
+	/* Pages the CPU side cannot read split the range: zeros there. */
+	for (uint64_t p = first; x->no_load && p < first + inside; p++) {
+		if (may_load(x, p))
+			continue;
+		uint64_t end = p + 1;
+		while (end < first + inside && !may_load(x, end))
+			end++;
+		if (p > first && (rc = upload(x, rep, first, p - first)))
+			return rc;
+		if ((rc = staging(x)))
+			return rc;
+		for (uint64_t at = p; at < end && !rc;) {
+			uint64_t n = end - at < DEVICE_STAGING_PAGES ? end - at : DEVICE_STAGING_PAGES;
+			memset(x->staging, 0, n * PG);
+			rc = x->ops->upload(rep, to, at, n, x->staging);
+			at += n;
+		}
+		return rc ?: upload(x, rep, end, first + npages - end);
+	}
 	if (inside) {
 		rc = x->ops->upload(rep, to, first, inside, x->cpu + first * PG);
 		if (!rc) {
@@ -357,7 +400,7 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 					next = acts[a].first;
 				continue;
 			}
-			if (next < x->valid_pages)
+			if (may_store(x, next))
 				x->page_list[n++] = next;
 			next++;
 		}

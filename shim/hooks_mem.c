@@ -184,9 +184,16 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 
 /* A mapping made writable: from then on kernels' writes to it count too
  * (devices start keeping base copies; a replica made without them is
- * released and made again at the next launch). */
+ * released and made again at the next launch). Pages made read-only (or
+ * inaccessible) take no more kernel writes: a sync drops them. */
 GAIA_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
+	if (!(prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
+		gaia_in_shim++;
+		int rc = mapping_protect_dropping_write(addr, len, prot);
+		gaia_in_shim--;
+		return rc;
+	}
 	int rc = IO_GATED(addr, len, REAL(mprotect)(addr, len, prot));
 	if (rc == 0 && (prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
 		int saved = errno;

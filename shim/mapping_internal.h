@@ -46,6 +46,14 @@ struct gaia_mapping {
 	/* Pages this process changed since the last checksum pass (one bit
 	 * each): their checksums moving is not another writer's doing. */
 	uint64_t *own_changes;
+	/* Pages without PROT_WRITE in a mapping that has it elsewhere (one
+	 * bit each; NULL: none): device writes there are dropped
+	 * (device_exec.no_store). */
+	uint64_t *read_only;
+	/* MAP_PRIVATE: pages without PROT_READ (one bit each; NULL: none):
+	 * the shim cannot read them, devices get zeros there
+	 * (device_exec.no_load). */
+	uint64_t *unreadable;
 	char path[];
 };
 

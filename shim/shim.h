@@ -311,6 +311,11 @@ GAIA_HIDDEN void mapping_after_fork(bool child);
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
 /* mprotect gave [addr, addr+len) PROT_WRITE. */
 GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
+/* mprotect(addr, len, prot) without PROT_WRITE over managed mappings: the
+ * pages are first marked so that no sync stores a device's writes there
+ * (they are dropped), and unmarked if mprotect fails. mprotect's result;
+ * -1 with ENOMEM when the marks cannot be had (the protection stays). */
+GAIA_HIDDEN int mapping_protect_dropping_write(void *addr, size_t len, int prot);
 /* Peer caching (gpu_mapping.c; weak: absent without CUDA). Whether any
  * device holds a replica in this process (a hint, read without a lock),
  * and: serves the start of [offset, offset+len) of the file (dev, ino)

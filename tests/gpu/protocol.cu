@@ -510,6 +510,47 @@ static void case_mprotect_part_writable(int flags)
 	CHECK(m[PAGE + 2] == 7, "the kernel's byte: %u", m[PAGE + 2]);
 }
 
+/* A kernel writes pages the program made read-only: a page protected
+ * after mapping read-write (`from_read_write`; 2: made inaccessible, then
+ * readable again after the sync to look), or every page but one of a
+ * read-only mapping made writable in part. The writes to read-only pages
+ * are dropped (README, limits): the sync stores nothing there, the pages
+ * keep their bytes and their protection, and the program lives; the write
+ * to the writable page arrives. Shared or private. */
+static void case_kernel_writes_read_only_page(int flags, int from_read_write)
+{
+	const size_t bytes = 8 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = (unsigned char *)mmap(NULL, bytes, from_read_write ? PROT_READ | PROT_WRITE : PROT_READ,
+						 flags, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	last_map = m;
+	if (from_read_write == 2)
+		CHECK(mprotect(m, PAGE, PROT_NONE) == 0, "mprotect page 0 inaccessible: %s", strerror(errno));
+	else if (from_read_write)
+		CHECK(mprotect(m, PAGE, PROT_READ) == 0, "mprotect page 0 read-only: %s", strerror(errno));
+	else
+		CHECK(mprotect(m + PAGE, PAGE, PROT_READ | PROT_WRITE) == 0, "mprotect page 1 writable: %s",
+		      strerror(errno));
+	launch_write(m, 0, 2 * PAGE, 1, 0, 6);
+	CUDA_OK(cudaDeviceSynchronize());
+	if (from_read_write == 2) {
+		CHECK(protection_of(m) == PROT_NONE, "page 0 has protection %d after the sync", protection_of(m));
+		CHECK(mprotect(m, PAGE, PROT_READ) == 0, "mprotect page 0 readable: %s", strerror(errno));
+	}
+	CHECK(protection_of(m) == PROT_READ, "page 0 has protection %d after the sync", protection_of(m));
+	CHECK(m[0] == 5 && m[PAGE - 1] == 5, "page 0 (read-only) holds %u %u after the sync, want its own 5 5",
+	      m[0], m[PAGE - 1]);
+	CHECK(m[PAGE] == 6 && m[2 * PAGE - 1] == 6, "page 1 (writable) holds %u %u, want the kernel's 6 6",
+	      m[PAGE], m[2 * PAGE - 1]);
+	unsigned char b0;
+	CHECK(pread(fd, &b0, 1, 0) == 1 && b0 == 5, "the file's byte 0 is %u, want 5", b0);
+	/* Another launch and sync: still nothing stored there. */
+	launch_write(m, 0, 2 * PAGE, 1, 0, 7);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[0] == 5 && m[PAGE] == 7, "after a second launch: %u %u, want 5 7", m[0], m[PAGE]);
+}
+
 /* The program has used every descriptor when it unmaps half of a file with
  * a device copy (the copy goes): the other half stays mapped, with its
  * bytes, and writable. */
@@ -797,6 +838,18 @@ int main(int argc, char **argv)
 		case_mprotect_part_writable(MAP_SHARED);
 	else if (!strcmp(c, "mprotect_part_writable_private"))
 		case_mprotect_part_writable(MAP_PRIVATE);
+	else if (!strcmp(c, "kernel_writes_read_only_page"))
+		case_kernel_writes_read_only_page(MAP_SHARED, 1);
+	else if (!strcmp(c, "kernel_writes_read_only_page_private"))
+		case_kernel_writes_read_only_page(MAP_PRIVATE, 1);
+	else if (!strcmp(c, "kernel_writes_inaccessible_page"))
+		case_kernel_writes_read_only_page(MAP_SHARED, 2);
+	else if (!strcmp(c, "kernel_writes_inaccessible_page_private"))
+		case_kernel_writes_read_only_page(MAP_PRIVATE, 2);
+	else if (!strcmp(c, "kernel_writes_read_only_part"))
+		case_kernel_writes_read_only_page(MAP_SHARED, 0);
+	else if (!strcmp(c, "kernel_writes_read_only_part_private"))
+		case_kernel_writes_read_only_page(MAP_PRIVATE, 0);
 	else if (!strcmp(c, "unmap_without_descriptors"))
 		case_unmap_without_descriptors();
 	else if (!strcmp(c, "peer_read"))
