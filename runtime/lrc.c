@@ -213,28 +213,31 @@ int lrc_launch(struct lrc_region *r, int d, struct lrc_plan *plan)
 	return rc;
 }
 
-unsigned lrc_launch_moves(const struct lrc_region *r, int d, uint64_t *rebase_pages)
+unsigned lrc_launch_moves(const struct lrc_region *r, int d, struct lrc_rebase_extent *rebase)
 {
 	const struct tsvt *t = &r->tsvt;
-	uint64_t rebases = 0;
-	if (rebase_pages)
-		*rebase_pages = 0;
-	if (d < 0 || d >= TSVT_MAX_DEVICES)
-		return 0;
-	unsigned refresh = refresh_kind(r, d) == LRC_REBASE ? LRC_MOVES_REBASE : LRC_MOVES_UPLOAD;
+	struct lrc_rebase_extent e = {0, 0};
 	unsigned moves = 0;
-	for (size_t i = 0; i < r->live.count; i++) {
-		for (uint64_t p = r->live.items[i].first; p < r->live.items[i].end; p++) {
-			if (!tsvt_holds(t, d, p)) {
-				moves |= LRC_MOVES_UPLOAD;
-			} else if (tsvt_is_stale(t, d, p) || tsvt_is_dirty(t, TSVT_CPU, p)) {
-				moves |= refresh;
-				rebases += refresh == LRC_MOVES_REBASE;
+	if (d >= 0 && d < TSVT_MAX_DEVICES) {
+		unsigned refresh = refresh_kind(r, d) == LRC_REBASE ? LRC_MOVES_REBASE : LRC_MOVES_UPLOAD;
+		for (size_t i = 0; i < r->live.count; i++) {
+			bool in_run = false;
+			for (uint64_t p = r->live.items[i].first; p < r->live.items[i].end; p++) {
+				bool rebased = false;
+				if (!tsvt_holds(t, d, p)) {
+					moves |= LRC_MOVES_UPLOAD;
+				} else if (tsvt_is_stale(t, d, p) || tsvt_is_dirty(t, TSVT_CPU, p)) {
+					moves |= refresh;
+					rebased = refresh == LRC_MOVES_REBASE;
+				}
+				e.pages += rebased;
+				e.runs += rebased && !in_run;
+				in_run = rebased;
 			}
 		}
 	}
-	if (rebase_pages)
-		*rebase_pages = rebases;
+	if (rebase)
+		*rebase = e;
 	return moves;
 }
 

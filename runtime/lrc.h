@@ -143,10 +143,13 @@ int lrc_launch(struct lrc_region *r, int d, struct lrc_plan *plan);
  * an open epoch of a writable region. 0: none. Changes nothing: the
  * caller decides, without its lock, whether to wait for kernels still
  * running on d (an upload replaces what they may be writing; a rebase on
- * the device keeps it). rebase_pages (may be NULL): how many pages would
- * be rebased. */
+ * the device keeps it). rebase (may be NULL): how many pages would be
+ * rebased, in how many runs (the plan's REBASE actions). */
 enum { LRC_MOVES_UPLOAD = 1, LRC_MOVES_REBASE = 2 };
-unsigned lrc_launch_moves(const struct lrc_region *r, int d, uint64_t *rebase_pages);
+struct lrc_rebase_extent {
+	uint64_t pages, runs; /* pages to rebase, in this many runs of consecutive pages */
+};
+unsigned lrc_launch_moves(const struct lrc_region *r, int d, struct lrc_rebase_extent *rebase);
 
 /* First half of a host sync on device d: the pages to diff (DIFF), i.e.
  * every page d holds in an open epoch of a writable region. The caller

@@ -311,6 +311,24 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
 	       (m->exec.prot[dev].count || !cuda_replica_rebases_in_place(m->replicas[dev], rebase_pages));
 }
 
+/* The kinds of a plan's actions that change device bytes, and the pages
+ * and runs it rebases. */
+static unsigned plan_moves(const struct lrc_plan *plan, struct lrc_rebase_extent *e)
+{
+	unsigned kinds = 0;
+	*e = (struct lrc_rebase_extent){0, 0};
+	for (size_t i = 0; i < plan->count; i++) {
+		if (plan->items[i].kind == LRC_UPLOAD) {
+			kinds |= LRC_MOVES_UPLOAD;
+		} else if (plan->items[i].kind == LRC_REBASE) {
+			kinds |= LRC_MOVES_REBASE;
+			e->pages += plan->items[i].npages;
+			e->runs++;
+		}
+	}
+	return kinds;
+}
+
 /* A launch that waits for the kernels launched earlier on its device never
  * goes on if one of them waits for the host to act after this launch: once
  * a wait has lasted LAUNCH_WAIT_NOTE_S, the shim says (once) what it waits
@@ -451,17 +469,27 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	bool isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED;
 	char path[512] = "", rebased_path[512] = "";
 	if (device_busy[dev]) {
+		/* A rebase on the device while kernels run happens at most once
+		 * per launch, as one upload and one kernel: a second one's
+		 * upload, on the shim's stream, would wait for the first
+		 * kernel, which may find no room on the device. */
+		uint64_t runs = 0;
 		for (struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!m->replicas[dev])
 				continue; /* a new replica: no kernel reads it yet */
+			/* The CPU's writes and what other processes changed: both
+			 * are what the launch will move. */
 			mapping_collect_locked(m);
-			uint64_t rebase_pages;
-			unsigned kinds = lrc_launch_moves(&m->engine, dev, &rebase_pages);
+			mapping_acquire_locked(m);
+			struct lrc_rebase_extent rebase;
+			unsigned kinds = lrc_launch_moves(&m->engine, dev, &rebase);
+			runs += rebase.runs;
 			if ((kinds & LRC_MOVES_REBASE) && !rebased_running) {
 				rebased_running = true;
 				snprintf(rebased_path, sizeof(rebased_path), "%s", m->path);
 			}
-			if (!moves_need_idle_device(m, dev, kinds, rebase_pages))
+			if (!moves_need_idle_device(m, dev, kinds, rebase.pages) &&
+			    !((kinds & LRC_MOVES_REBASE) && runs > 1))
 				continue;
 			if (!moves)
 				snprintf(path, sizeof(path), "%s", m->path);
@@ -483,9 +511,11 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 			continue;
 		/* The CPU's release first (its writes become versions), and what
 		 * other processes published: the device must see both. */
-		if (!(collected && m->replicas[dev]))
+		bool existed = m->replicas[dev] != NULL;
+		if (!(collected && existed)) {
 			mapping_collect_locked(m);
-		mapping_acquire_locked(m);
+			mapping_acquire_locked(m);
+		}
 		int made = ensure_replica(m, dev);
 		if (made) {
 			/* Its pointers would reach no device memory (a fault, and
@@ -500,9 +530,20 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		uint64_t before = m->exec.uploaded_pages;
 		bool had_epoch = m->engine.epoch_open[dev];
 		int rc = lrc_launch(&m->engine, dev, &m->plan);
-		/* (Every replica the loop above did not look at is new: no
-		 * kernel reads it yet. With it, the lock was never dropped:
-		 * what this plan moves is what that loop saw.) */
+		/* A replica the loop above did not look at is new: no kernel
+		 * reads it yet. For the others the lock was never dropped and
+		 * this plan is what that loop saw; should it move more, the
+		 * launch waits here, under the lock. */
+		struct lrc_rebase_extent planned;
+		unsigned planned_kinds = plan_moves(&m->plan, &planned);
+		if (!rc && existed && device_busy[dev] &&
+		    moves_need_idle_device(m, dev, planned_kinds, planned.pages)) {
+			gaia_debug("launch on device %d: %s moves more than its first look said: waiting for "
+				   "the device", dev, m->path);
+			cuda_synchronize();
+			stats_add(GAIA_STAT_launch_waits, 1);
+			device_busy[dev] = false;
+		}
 		populate_uploads(m);
 		for (size_t i = 0; i < m->plan.count; i++)
 			if (m->plan.items[i].kind == LRC_PUBLISH)

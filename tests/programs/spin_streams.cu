@@ -23,9 +23,12 @@
  * once with a spin that gives up after ISOLATED_SPIN_S: echo's launch must
  * wait for it (spin sees the bytes as at its own launch), say on stderr
  * after 5 s what it waits for and which setting lets it go on, and then
- * show echo the CPU's bytes.
+ * show echo the CPU's bytes; and the same wait when another process, not
+ * the CPU of this one, changed the file (external_change).
 
  */
+#include <sys/wait.h>
+
 #include "programs.h"
 
 #define NB (8 * PAGE)
@@ -238,6 +241,79 @@ static void new_mapping_while_spinning(volatile int *flag)
 	close(fd);
 }
 
+/* Spins until the flag is 1 or give_up_ns passed, then reads m[at]. */
+__global__ void watch(volatile int *flag, const unsigned char *m, unsigned long long at, unsigned char *seen,
+		      long long give_up_ns)
+{
+	if (blockIdx.x != 0 || threadIdx.x != 0)
+		return;
+	long long t0 = device_ns();
+	while (*flag != 1 && device_ns() - t0 <= give_up_ns)
+		;
+	*seen = m[at];
+}
+SIMGPU_KERNEL(watch);
+
+#define WATCH_S 3
+#define EXTERNAL_AT (5 * PAGE + 7)
+
+/* GAIA_RUNNING_KERNELS=isolated: while `watch` runs, another process
+ * writes a byte of the file with pwrite(); the next launch (work, on b)
+ * must wait for watch, which then reads the byte as at its own launch;
+ * after the syncs the mapping shows the other process's byte. */
+static void external_change(volatile int *flag)
+{
+	watchdog(WATCH_S + 20);
+	char path[256];
+	int fd = make_file_with(NB, initial, path);
+	unsigned char *m = (unsigned char *)map_file(fd, NB);
+	unsigned char *seen;
+	CUDA_OK(cudaMallocManaged((void **)&seen, 1, cudaMemAttachGlobal));
+	*seen = 0;
+	cudaStream_t a, b;
+	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+	CUDA_OK(cudaStreamCreate(&b));
+	step = "external: launching watch on a";
+	SIMGPU_LAUNCH(watch, 1, 1, 0, a)(flag, m, (unsigned long long)EXTERNAL_AT, seen,
+					  (long long)WATCH_S * 1000 * 1000 * 1000);
+	CUDA_OK(cudaGetLastError());
+	step = "external: another process writes the file";
+	pid_t child = fork();
+	CHECK(child >= 0, "fork: %s", strerror(errno));
+	if (child == 0) {
+		int wfd = open(path, O_WRONLY);
+		unsigned char v = 0x55;
+		_exit(wfd >= 0 && pwrite(wfd, &v, 1, EXTERNAL_AT) == 1 ? 0 : 1);
+	}
+	int status = 0;
+	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the writing process failed (status %#x)", status);
+	step = "external: launching work on b while watch runs (must wait for it)";
+	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
+	CUDA_OK(cudaGetLastError());
+	step = "external: syncing a and b";
+	CUDA_OK(cudaStreamSynchronize(b));
+	CUDA_OK(cudaStreamSynchronize(a));
+	CHECK(*seen == initial(EXTERNAL_AT), "watch, launched before another process wrote byte %d, read %#x, "
+	      "want %#x (the byte as at its launch)", EXTERNAL_AT, *seen, initial(EXTERNAL_AT));
+	CHECK(m[EXTERNAL_AT] == 0x55, "the mapping shows %#x at the byte another process wrote, want 0x55",
+	      m[EXTERNAL_AT]);
+	step = "external: a kernel launched after the syncs";
+	*flag = 1;
+	SIMGPU_LAUNCH(watch, 1, 1, 0, b)(flag, m, (unsigned long long)EXTERNAL_AT, seen, 0ll);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaStreamSynchronize(b));
+	*flag = 0;
+	CHECK(*seen == 0x55, "a kernel launched after the syncs read %#x at the byte another process wrote, "
+	      "want 0x55", *seen);
+	CUDA_OK(cudaFree(seen));
+	CUDA_OK(cudaStreamDestroy(a));
+	CUDA_OK(cudaStreamDestroy(b));
+	munmap(m, NB);
+	close(fd);
+	unlink(path);
+}
+
 #define ISOLATED_SPIN_S 7
 
 /* echo's launch waits until spin gives up, and the shim's note on stderr
@@ -324,6 +400,7 @@ int main(int argc, char **argv)
 		isolated(flag, log_path, "has waited 5 s for the kernels launched earlier",
 			 "GAIA_RUNNING_KERNELS=shared lets it go on");
 		unlink(log_path);
+		external_change(flag);
 
 	} else {
 		for (int nb = 1; nb >= 0; nb--)

@@ -349,11 +349,11 @@ static void op_launch(struct run *r, int d)
 	 * the device's bytes (then it may wait for kernels still running
 	 * there): the answer must be the plan's. */
 	size_t before = h->plan.count;
-	uint64_t predicted_rebases;
+	struct lrc_rebase_extent predicted_rebases;
 	unsigned predicted = lrc_launch_moves(&h->region, d, &predicted_rebases);
 	assert_int_equal(lrc_launch(&h->region, d, &h->plan), 0);
 	unsigned moves = 0;
-	uint64_t rebases = 0;
+	uint64_t rebases = 0, runs = 0;
 	for (size_t i = before; i < h->plan.count; i++) {
 		if (h->plan.items[i].dev != d)
 			continue;
@@ -362,13 +362,15 @@ static void op_launch(struct run *r, int d)
 		} else if (h->plan.items[i].kind == LRC_REBASE) {
 			moves |= LRC_MOVES_REBASE;
 			rebases += h->plan.items[i].npages;
+			runs++;
 		}
 	}
-	if (moves != predicted || rebases != predicted_rebases)
-		fail_msg("seed %llu op %ld: lrc_launch_moves said %#x and %llu pages to rebase, the "
-			 "launch's plan has %#x and %llu (1: uploads, 2: rebases)",
-			 (unsigned long long)r->seed, r->op, predicted, (unsigned long long)predicted_rebases,
-			 moves, (unsigned long long)rebases);
+	if (moves != predicted || rebases != predicted_rebases.pages || runs != predicted_rebases.runs)
+		fail_msg("seed %llu op %ld: lrc_launch_moves said %#x and %llu pages to rebase in %llu runs, "
+			 "the launch's plan has %#x and %llu in %llu (1: uploads, 2: rebases)",
+			 (unsigned long long)r->seed, r->op, predicted, (unsigned long long)predicted_rebases.pages,
+			 (unsigned long long)predicted_rebases.runs, moves, (unsigned long long)rebases,
+			 (unsigned long long)runs);
 	run_plan(h);
 	model_join(r->m, d + 1, 0);
 	if ((h->flags & LRC_WRITABLE) && h->epoch_age[d] < 0)
