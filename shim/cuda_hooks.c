@@ -812,11 +812,15 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
  * Without a mapping among its operands it goes to the driver as it is.
  * With one, the driver would take the mapping's address for the device
  * replica's (vmm) or read pages the CPU changed since the last launch:
- * the copies go one by one through cuMemcpyAsync above, in stream order
- * (the driver may run a batch's copies in any order, so one by one is one
- * of the orders it may pick), and a source order other than the stream's
- * makes the call return after the copies, as the driver's does at the
- * latest. The attributes' location hints and flags only tune speed. */
+ * the copies go one by one through cuMemcpyAsync above (the driver may run
+ * a batch's copies in any order, so one by one is one of the orders it may
+ * pick), after the checks cuda.h names (not the legacy stream, a valid
+ * source order, attribute indices from 0 upwards) so that a refused batch
+ * copies nothing. A source in a mapping is read at the call, as
+ * cuMemcpyAsync reads one; for a copy whose source order is the stream's,
+ * the shim first waits for the stream and releases what its kernels wrote
+ * (they come before the copy). The attributes' location hints and flags
+ * only tune speed. */
 static bool batch_touches_mapping(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const size_t *sizes,
 				  size_t count)
 {
@@ -835,13 +839,28 @@ static CUresult batch_one_by_one(const CUdeviceptr *dsts, const CUdeviceptr *src
 {
 	if (fail_idx)
 		*fail_idx = SIZE_MAX;
-	if (!count || !attrs || !idxs || !nattrs || nattrs > count || idxs[0] != 0)
+	if (!count || !attrs || !idxs || !nattrs || nattrs > count || idxs[0] != 0 ||
+	    stream == CU_STREAM_LEGACY || (!per_thread && !stream))
 		return CUDA_ERROR_INVALID_VALUE;
-	bool wait = false;
 	for (size_t a = 0; a < nattrs; a++) {
 		if ((a && idxs[a] <= idxs[a - 1]) || idxs[a] >= count)
 			return CUDA_ERROR_INVALID_VALUE;
-		wait |= attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+		if (attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+		    attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+		    attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	bool settle = false;
+	for (size_t i = 0, a = 0; i < count && !settle; i++) {
+		while (a + 1 < nattrs && idxs[a + 1] <= i)
+			a++;
+		settle = attrs[a].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+			 gpu_is_mapped_host((const void *)(uintptr_t)srcs[i], sizes[i]);
+	}
+	if (settle) {
+		CUresult rc = per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
+		if (rc != CUDA_SUCCESS)
+			return rc;
 	}
 	for (size_t i = 0; i < count; i++) {
 		CUresult rc = per_thread ? cuMemcpyAsync_ptsz(dsts[i], srcs[i], sizes[i], stream)
@@ -852,9 +871,7 @@ static CUresult batch_one_by_one(const CUdeviceptr *dsts, const CUdeviceptr *src
 			return rc;
 		}
 	}
-	if (!wait)
-		return CUDA_SUCCESS;
-	return per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
+	return CUDA_SUCCESS;
 }
 
 #define BATCH_HOOK(abi, per_thread, with_fail, ...)                                                         \

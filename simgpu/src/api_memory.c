@@ -299,10 +299,10 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstr
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { return uva_copy(dst, src, n, s, true, true); }
 
-/* Batches of 1-D copies (CUDA 12.8; CUDA 13 dropped failIdx): in stream
- * order, one after another; the attributes' hints change nothing here, and
- * a source order other than stream order makes the call return after the
- * copies. */
+/* Batches of 1-D copies (CUDA 12.8; CUDA 13 dropped failIdx): the checks
+ * cuda.h names, then the copies in stream order, one after another; the
+ * attributes' hints change nothing here (pageable copies are made when
+ * the stream reaches them, as every pageable copy here is). */
 static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                            CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
                            CUstream s, bool ptds)
@@ -310,15 +310,15 @@ static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, 
     if (fail_idx)
         *fail_idx = SIZE_MAX;
     if (!count || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || !num_attrs || num_attrs > count ||
-        attrs_idxs[0] != 0)
+        attrs_idxs[0] != 0 || s == CU_STREAM_LEGACY || (!ptds && !s))
         return CUDA_ERROR_INVALID_VALUE;
-    bool wait = false;
     for (size_t a = 0; a < num_attrs; a++) {
-        if (a && attrs_idxs[a] <= attrs_idxs[a - 1])
+        if ((a && attrs_idxs[a] <= attrs_idxs[a - 1]) || attrs_idxs[a] >= count)
             return CUDA_ERROR_INVALID_VALUE;
-        if (attrs_idxs[a] >= count)
+        if (attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+            attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+            attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
             return CUDA_ERROR_INVALID_VALUE;
-        wait |= attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     }
     for (size_t i = 0; i < count; i++) {
         CUresult r = uva_copy(dsts[i], srcs[i], sizes[i], s, ptds, true);
@@ -328,7 +328,7 @@ static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, 
             return r;
         }
     }
-    return wait ? (ptds ? cuStreamSynchronize_ptsz(s) : cuStreamSynchronize(s)) : CUDA_SUCCESS;
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,

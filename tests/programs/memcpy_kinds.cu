@@ -10,8 +10,9 @@
  *   (the copy carries the kernel's bytes); cudaMemcpy2D between a pitched
  *   device buffer and m (where the runtime has cudaMemcpy2D); a batch
  *   (cuMemcpyBatchAsync) of copies from m, into m and between device
- *   buffers, after CPU stores and a kernel's writes, in stream order and
- *   with a source order of "during the call".
+ *   buffers, after CPU stores and a kernel's writes in stream order, with
+ *   the stream's source order and "during the call"; batches cuda.h
+ *   refuses.
  * The first steps run before any kernel touched m, the later ones after.
  */
 #include <dlfcn.h>
@@ -234,33 +235,43 @@ static void copy_2d(void)
 	free(want);
 }
 
-/* cuMemcpyBatchAsync, three copies per batch: the first half of m to d
- * (after CPU stores there), d2 into the second half of m, and d to d2.
- * With `during_call` the sources may be reused once the call returns. */
+/* cuMemcpyBatchAsync on a created stream s, three copies: the first half
+ * of m to d, d2's first half into the second half of m, d2's second half
+ * to d's second half (no copy reads what another writes). Before it, the
+ * CPU stores into m's first half and then a kernel on s writes it
+ * (pattern 30, in stream order before the batch, with no sync between):
+ * with the stream's source order the batch must read the kernel's bytes.
+ * With "during the call" the kernel is synced first (the source is read
+ * at the call). Then the checks cuda.h names: a batch on the legacy
+ * stream, or with source order 0, is refused and copies nothing. */
 static void batch(int during_call)
 {
 	step = during_call ? "cuMemcpyBatchAsync, source order: during the call"
 			   : "cuMemcpyBatchAsync, source order: the stream's";
 	cudaStream_t s;
 	CUDA_OK(cudaStreamCreate(&s));
-	/* A kernel writes all of m (model: pattern 30), then the CPU the first half. */
-	fill(model, 0, NB, 30);
+	size_t half = NB / 2;
+	fill(m, 0, half, 31 + during_call);
 	fill(h, 0, NB, 30);
 	CUDA_OK(cudaMemcpy(d2, h, NB, cudaMemcpyHostToDevice));
-	SIMGPU_LAUNCH(copy_bytes, 16, 256, 0, 0)(d2, m, (unsigned long long)NB);
+	SIMGPU_LAUNCH(copy_bytes, 16, 256, 0, s)(d2, m, (unsigned long long)half);
 	CUDA_OK(cudaGetLastError());
-	CUDA_OK(cudaDeviceSynchronize());
-	fill(m, 0, NB / 2, 31 + during_call);
-	fill(model, 0, NB / 2, 31 + during_call);
+	if (during_call)
+		CUDA_OK(cudaStreamSynchronize(s));
 	device_fill(d2, 33);
-	unsigned char *d2_was = (unsigned char *)malloc(NB);
-	fill(d2_was, 0, NB, 33);
-	size_t half = NB / 2;
-	CUdeviceptr dsts[3] = {(CUdeviceptr)d, (CUdeviceptr)(m + half), (CUdeviceptr)d2};
-	CUdeviceptr srcs[3] = {(CUdeviceptr)m, (CUdeviceptr)d2, (CUdeviceptr)d};
-	/* (the third reads d after the first wrote it: the batch has no order
-	 * within itself, so d2 gets d's bytes from before or after; it is
-	 * checked only against both) */
+	CUDA_OK(cudaMemset(d, 0, NB));
+	unsigned char *want_d = (unsigned char *)malloc(NB);
+	fill(want_d, 0, NB, 33);
+	fill(want_d, 0, half, 30);	/* m's first half: the kernel's bytes */
+	fill(model, 0, half, 30);
+	{
+		unsigned char *first = (unsigned char *)malloc(half);
+		fill(first, 0, half, 33);	/* d2's first half, copied into m's second half */
+		memcpy(model + half, first, half);
+		free(first);
+	}
+	CUdeviceptr dsts[3] = {(CUdeviceptr)d, (CUdeviceptr)(m + half), (CUdeviceptr)(d + half)};
+	CUdeviceptr srcs[3] = {(CUdeviceptr)m, (CUdeviceptr)d2, (CUdeviceptr)(d2 + half)};
 	size_t sizes[3] = {half, half, half};
 	CUmemcpyAttributes attr;
 	memset(&attr, 0, sizeof(attr));
@@ -272,23 +283,31 @@ static void batch(int during_call)
 	CUresult rc = cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, (CUstream)s);
 	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
 		printf("(cuMemcpyBatchAsync not supported by this driver: skipped)\n");
+		CUDA_OK(cudaStreamSynchronize(s));
 		CUDA_OK(cudaStreamDestroy(s));
-		free(d2_was);
+		free(want_d);
 		return;
 	}
 	CHECK(rc == CUDA_SUCCESS, "%s returned %d", step, (int)rc);
 	CUDA_OK(cudaStreamSynchronize(s));
-	memcpy(model + half, d2_was, half);
 	char msg[300];
-	snprintf(msg, sizeof(msg), "%s: d after the copy from m's first half", step);
-	unsigned char *buf = (unsigned char *)malloc(NB);
-	CUDA_OK(cudaMemcpy(buf, d, half, cudaMemcpyDeviceToHost));
-	same(msg, buf, model, half);
-	snprintf(msg, sizeof(msg), "%s: m after the copy into its second half", step);
+	snprintf(msg, sizeof(msg), "%s: d after the batch", step);
+	device_is(msg, d, want_d);
+	snprintf(msg, sizeof(msg), "%s: m after the batch", step);
 	file_is_model(msg);
 	kernel_sees_model(msg);
-	free(buf);
-	free(d2_was);
+
+	/* Refused: the legacy stream, a source order of 0. */
+	step = "cuMemcpyBatchAsync with a mapping, refused";
+	CUresult legacy = cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, (CUstream)0);
+	attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+	CUresult bad_order = cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, (CUstream)s);
+	CHECK(legacy == CUDA_ERROR_INVALID_VALUE && bad_order == CUDA_ERROR_INVALID_VALUE,
+	      "a batch on the legacy stream returned %d, one with source order 0 %d; want %d (cuda.h)",
+	      (int)legacy, (int)bad_order, (int)CUDA_ERROR_INVALID_VALUE);
+	CUDA_OK(cudaStreamSynchronize(s));
+	file_is_model("after the refused batches: m");
+	free(want_d);
 	CUDA_OK(cudaStreamDestroy(s));
 }
 
