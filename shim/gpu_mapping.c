@@ -339,7 +339,8 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
 	pid_t watcher;       /* the process whose watcher runs; 0: none */
-	bool waiting, noted;
+	bool waiting;
+	unsigned kind, noted; /* the wait's kind (a bit), the kinds noted */
 	struct timespec deadline;
 	char note[1400];
 } wait_note = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -348,7 +349,7 @@ static void *watch_launch_waits(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&wait_note.lock);
-	while (!wait_note.noted) {
+	for (;;) {
 		if (!wait_note.waiting) {
 			pthread_cond_wait(&wait_note.cond, &wait_note.lock);
 			continue;
@@ -359,11 +360,11 @@ static void *watch_launch_waits(void *arg)
 		if (wait_note.waiting && (now.tv_sec > wait_note.deadline.tv_sec ||
 					  (now.tv_sec == wait_note.deadline.tv_sec &&
 					   now.tv_nsec >= wait_note.deadline.tv_nsec))) {
-			wait_note.noted = true;
+			wait_note.noted |= wait_note.kind;
+			wait_note.waiting = false;
 			gaia_warn("%s", wait_note.note);
 		}
 	}
-	pthread_mutex_unlock(&wait_note.lock);
 	return NULL;
 }
 
@@ -393,12 +394,15 @@ static bool start_watcher_locked(void)
 }
 
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
- * watcher prints the note `fmt` makes (once per process). */
-static int watched_wait(int (*wait)(void), const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int watched_wait(int (*wait)(void), const char *fmt, ...)
+ * watcher prints the note `fmt` makes (once per process and kind, a bit). */
+enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2 };
+static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
 {
 	pthread_mutex_lock(&wait_note.lock);
-	if (!wait_note.noted && start_watcher_locked()) {
+	if (!(wait_note.noted & kind) && start_watcher_locked()) {
+		wait_note.kind = kind;
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(wait_note.note, sizeof(wait_note.note), fmt, ap);
@@ -422,7 +426,7 @@ static int watched_wait(int (*wait)(void), const char *fmt, ...)
 /* Called without the mapping lock; `path` is copied first. */
 static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
 {
-	watched_wait(cuda_synchronize,
+	watched_wait(WAIT_EARLIER_KERNELS, cuda_synchronize,
 		     "a kernel launch on device %d has waited %d s for the kernels launched earlier there: "
 		     "the CPU changed %s, %s. If one of those kernels waits for the host to act after "
 		     "this launch, it never ends%s",
@@ -442,7 +446,7 @@ static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
  * device next to them. */
 static void wait_for_running_rebases(int dev, const char *path)
 {
-	watched_wait(cuda_shim_settle,
+	watched_wait(WAIT_RUNNING_REBASE, cuda_shim_settle,
 		     "a kernel launch on device %d has waited %d s for the shim's rebase of %s "
 		     "(GAIA_RUNNING_KERNELS=shared): the kernels running there leave no room for it on "
 		     "the device. If one of them waits for the host to act after this launch, it never "
