@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,16 +377,7 @@ static bool start_watcher_locked(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&wait_note.cond, &ca);
 	pthread_condattr_destroy(&ca);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	bool ok = pthread_create(&t, &attr, watch_launch_waits, NULL) == 0;
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	bool ok = gaia_thread_start(watch_launch_waits, NULL) == 0;
 	if (ok)
 		wait_note.watcher = getpid();
 	return ok;

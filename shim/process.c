@@ -1,9 +1,10 @@
 /* Process events: fork (pthread_atfork), and exit (the last release and
- * the counters). */
+ * the counters); and the shim's own threads. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -105,4 +106,20 @@ __attribute__((destructor)) static void gaia_at_exit(void)
 		mapping_at_exit();
 	print_stats();
 	gaia_in_shim--;
+}
+
+int gaia_thread_start(void *(*fn)(void *), void *arg)
+{
+	/* The thread takes no signal meant for the application. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t thread;
+	int rc = pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }

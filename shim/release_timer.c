@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,17 +32,7 @@ void release_timer_start(void)
 	static long long period_ms;
 	pthread_mutex_lock(&timer_lock);
 	if (!started && (period_ms = gaia_config()->release_ms) > 0) {
-		/* The thread takes no signal meant for the application. */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_t thread;
-		int rc = pthread_create(&thread, &attr, release_loop, &period_ms);
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		int rc = gaia_thread_start(release_loop, &period_ms);
 		if (rc)
 			gaia_warn("cannot start the GAIA_RELEASE_MS thread: %s; CPU writes are "
 				  "published only at msync, munmap and exit", strerror(rc));

@@ -201,14 +201,23 @@ static void child_untouched(int n)
 	printf("RESULT untouched_base_us %.1f\nRESULT untouched_with_us %.1f\n", base * 1e6, with * 1e6);
 }
 
-static void child_h2d(size_t bytes)
+/* A new read-write mapping of `bytes`, read whole by a kernel and synced
+ * (its first upload done); the kernel's sum goes to *sum. */
+static unsigned char *map_and_upload(size_t bytes, unsigned long long **sum)
 {
 	unsigned long long npages = bytes / PAGE;
 	unsigned char *m = map_new_file(bytes, PROT_READ | PROT_WRITE, NULL);
-	unsigned long long *sum;
-	CUDA_OK(cudaMalloc((void **)&sum, 8));
-	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, sum);
+	CUDA_OK(cudaMalloc((void **)sum, 8));
+	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, *sum);
 	CUDA_OK(cudaDeviceSynchronize());
+	return m;
+}
+
+static void child_h2d(size_t bytes)
+{
+	unsigned long long npages = bytes / PAGE;
+	unsigned long long *sum;
+	unsigned char *m = map_and_upload(bytes, &sum);
 	unsigned seed = 12345;
 	double worst = 0;
 	const double percents[] = {1, 10, 50};
@@ -243,11 +252,8 @@ static void child_h2d(size_t bytes)
 static void child_rebase(size_t bytes)
 {
 	unsigned long long npages = bytes / PAGE;
-	unsigned char *m = map_new_file(bytes, PROT_READ | PROT_WRITE, NULL);
 	unsigned long long *sum;
-	CUDA_OK(cudaMalloc((void **)&sum, 8));
-	SIMGPU_LAUNCH(read_pages, blocks_for(npages), 128, 0, 0)(m, npages, sum);
-	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char *m = map_and_upload(bytes, &sum);
 	uint64_t b0 = 0, b1 = 0, d0 = 0, d1 = 0;
 #ifndef __CUDACC__
 	struct simgpu_stats st;

@@ -192,6 +192,16 @@ static void variant(volatile int *flag, int a_nonblocking, enum wait_kind how, i
 	close(fd);
 }
 
+/* A fresh file, mapped, and streams a (non-blocking) and b. */
+static unsigned char *file_and_streams(int *fd, cudaStream_t *a, cudaStream_t *b)
+{
+	*fd = make_file(NB, initial);
+	unsigned char *m = (unsigned char *)map_file(*fd, NB);
+	CUDA_OK(cudaStreamCreateWithFlags(a, cudaStreamNonBlocking));
+	CUDA_OK(cudaStreamCreate(b));
+	return m;
+}
+
 /* A file mapped while spin runs, written by the CPU and then by `work` on
  * b: its first copy on the device needs no wait for spin (which cannot
  * read it), so the launch must not hang. Managed backing only: a vmm
@@ -205,11 +215,9 @@ static void new_mapping_while_spinning(volatile int *flag)
 		return;
 	}
 	watchdog(20);
-	int fd = make_file(NB, initial);
-	unsigned char *m = (unsigned char *)map_file(fd, NB);
+	int fd;
 	cudaStream_t a, b;
-	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-	CUDA_OK(cudaStreamCreate(&b));
+	unsigned char *m = file_and_streams(&fd, &a, &b);
 	step = "new mapping: launching spin on a";
 	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, 50ll * 1000 * 1000 * 1000, (unsigned char *)0);
 	CUDA_OK(cudaGetLastError());
@@ -321,11 +329,9 @@ static void external_change(volatile int *flag)
 static void isolated(volatile int *flag, const char *log_path, const char *note, const char *advice)
 {
 	watchdog(ISOLATED_SPIN_S + 20);
-	int fd = make_file(NB, initial);
-	unsigned char *m = (unsigned char *)map_file(fd, NB);
+	int fd;
 	cudaStream_t a, b;
-	CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-	CUDA_OK(cudaStreamCreate(&b));
+	unsigned char *m = file_and_streams(&fd, &a, &b);
 	step = "isolated: launching spin on a and work on b";
 	SIMGPU_LAUNCH(spin, 1, 1, 0, a)(flag, m, (long long)ISOLATED_SPIN_S * 1000 * 1000 * 1000, (unsigned char *)0);
 	SIMGPU_LAUNCH(work, 8, 128, 0, b)(m, (unsigned long long)WORK_FROM, (unsigned long long)WORK_TO);
