@@ -186,6 +186,8 @@ static int protect_save(struct device_exec *x, int d, int other, uint64_t first,
 			return rc;
 		for (uint64_t i = 0; i < n && first + done + i < x->valid_pages; i++) {
 			uint64_t p = first + done + i;
+			if (!may_load(x, p))
+				continue; /* (its writes are dropped: nothing to protect) */
 			struct lrc_protect *rec = protect_get_or_add(&x->prot[other], p);
 			if (!rec)
 				return -ENOMEM;
@@ -203,6 +205,8 @@ static bool any_protect(const struct protect_map *m, uint64_t first, uint64_t n)
 	return i < m->count && m->items[i].page < first + n;
 }
 
+static int rebase_loadable(struct device_exec *x, int d, uint64_t first, uint64_t npages);
+
 /* The rebase rule needs the device's bytes and the CPU's together. Without
  * protect records the backend applies it where the bytes are (ops->rebase);
  * else fetch, apply on the host, put both copies back. Only a launch that
@@ -211,13 +215,33 @@ static int rebase(struct device_exec *x, int d, uint64_t first, uint64_t npages)
 {
 	uint64_t inside = first >= x->valid_pages ? 0
 			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
-	/* A page the CPU side cannot read keeps the device's bytes. */
-	for (uint64_t p = first; x->no_load && p < first + inside; p++) {
-		if (may_load(x, p))
-			continue;
-		int rc = p > first ? rebase(x, d, first, p - first) : 0;
-		return rc ?: rebase(x, d, p + 1, first + npages - p - 1);
+	/* Pages the CPU side cannot read keep the device's bytes: the runs
+	 * between them are rebased one by one. */
+	if (x->no_load) {
+		bool split = false;
+		for (uint64_t p = first; p < first + inside && !split; p++)
+			split = !may_load(x, p);
+		for (uint64_t p = first; split && p < first + inside;) {
+			while (p < first + inside && !may_load(x, p))
+				p++;
+			uint64_t end = p;
+			while (end < first + inside && may_load(x, end))
+				end++;
+			int rc = end > p ? rebase_loadable(x, d, p, end - p) : 0;
+			if (rc)
+				return rc;
+			p = end;
+		}
+		if (split)
+			return 0;
 	}
+	return rebase_loadable(x, d, first, inside);
+}
+
+/* rebase() of pages the CPU side may all be read (inside the file). */
+static int rebase_loadable(struct device_exec *x, int d, uint64_t first, uint64_t npages)
+{
+	uint64_t inside = npages;
 	if (x->ops->rebase && !any_protect(&x->prot[d], first, npages)) {
 		/* Pages past the end of the file keep their bytes, as below. */
 		int rc = inside ? x->ops->rebase(x->replica[d], first, inside, x->cpu + first * PG) : 0;
@@ -262,25 +286,31 @@ static int upload(struct device_exec *x, void *rep, uint64_t first, uint64_t npa
 			  : (first + npages <= x->valid_pages ? npages : x->valid_pages - first);
 	int rc = 0;
 	/* Pages the CPU side cannot read split the range: zeros there. */
-	for (uint64_t p = first; x->no_load && p < first + inside; p++) {
-		if (may_load(x, p))
-			continue;
-		uint64_t end = p + 1;
-		while (end < first + inside && !may_load(x, end))
+	bool split = false;
+	for (uint64_t p = first; x->no_load && p < first + inside && !split; p++)
+		split = !may_load(x, p);
+	for (uint64_t p = first; split && p < first + inside && !rc;) {
+		uint64_t end = p;
+		bool loadable = may_load(x, p);
+		while (end < first + inside && may_load(x, end) == loadable)
 			end++;
-		if (p > first && (rc = upload(x, rep, first, p - first)))
-			return rc;
-		if ((rc = staging(x)))
-			return rc;
-		for (uint64_t at = p; at < end && !rc;) {
-			uint64_t n = end - at < DEVICE_STAGING_PAGES ? end - at : DEVICE_STAGING_PAGES;
-			memset(x->staging, 0, n * PG);
-			rc = x->ops->upload(rep, to, at, n, x->staging);
-			at += n;
+		if (loadable) {
+			rc = x->ops->upload(rep, to, p, end - p, x->cpu + p * PG);
+			if (!rc) {
+				x->uploaded_pages += end - p;
+				x->upload_transfers++;
+			}
+		} else if (!(rc = staging(x))) {
+			for (uint64_t at = p; at < end && !rc;) {
+				uint64_t n = end - at < DEVICE_STAGING_PAGES ? end - at : DEVICE_STAGING_PAGES;
+				memset(x->staging, 0, n * PG);
+				rc = x->ops->upload(rep, to, at, n, x->staging);
+				at += n;
+			}
 		}
-		return rc ?: upload(x, rep, end, first + npages - end);
+		p = end;
 	}
-	if (inside) {
+	if (!split && inside) {
 		rc = x->ops->upload(rep, to, first, inside, x->cpu + first * PG);
 		if (!rc) {
 			x->uploaded_pages += inside;
@@ -322,7 +352,7 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
 	case LRC_PROTECT_REFRESH:
 		for (uint64_t p = a->first; p < a->first + a->npages; p++) {
 			struct lrc_protect *rec = protect_get(&x->prot[d], p);
-			if (rec && p < x->valid_pages)
+			if (rec && p < x->valid_pages && may_load(x, p))
 				lrc_page_protect_refresh(rec, x->cpu + p * PG);
 		}
 		return 0;

@@ -381,6 +381,21 @@ int lrc_drop(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *
 	return 0;
 }
 
+int lrc_devices_forget_pages(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *plan)
+{
+	struct tsvt *t = &r->tsvt;
+	uint64_t end = first + n > t->npages ? t->npages : first + n;
+	int rc = 0;
+	for (int d = 0; d < TSVT_MAX_DEVICES && !rc && first < end; d++) {
+		if (!t->dev[d].attached)
+			continue;
+		rc = plan_emit(plan, LRC_FREE, d, 0, first, end - first);
+		if (!rc)
+			rc = tsvt_unhold(t, d, first, end - first);
+	}
+	return rc;
+}
+
 int lrc_device_forget(struct lrc_region *r, int d, struct lrc_plan *plan)
 {
 	struct tsvt *t = &r->tsvt;

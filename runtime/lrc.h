@@ -181,6 +181,12 @@ int lrc_sync_snapshot(struct lrc_region *r, int d, struct lrc_plan *plan);
  * Emits FREE. */
 int lrc_drop(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *plan);
 
+/* Every device forgets pages [first, first+n) without their losing the
+ * CPU's version: its copy there is not the CPU's bytes (the CPU could not
+ * be read there, or the device's writes there were dropped), and its next
+ * acquire uploads them afresh. Emits FREE. */
+int lrc_devices_forget_pages(struct lrc_region *r, uint64_t first, uint64_t n, struct lrc_plan *plan);
+
 /* Device d loses its copy of the whole region (its replica is freed):
  * what it had not released is gone, and a later acquire uploads every
  * page afresh. Emits FREE. */

@@ -297,7 +297,7 @@ static void populate_uploads(struct gaia_mapping *m)
  * their own launch, DESIGN promise 4). shared: those that would replace
  * bytes they may be writing: an upload into a writable region, a rebase
  * with protect records; and a rebase the device cannot do at once
- * (cuda_replica_rebases_in_place). A rebase on the device keeps their
+ * (cuda_replica_rebases_in_place; pages the shim cannot read split it). A rebase on the device keeps their
  * stores (device_ops.rebase); an upload into a read-only region replaces
  * bytes they can only read, as a CPU store into host memory would. */
 static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kinds, uint64_t rebase_pages)
@@ -307,7 +307,8 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
 	if ((kinds & LRC_MOVES_UPLOAD) && m->exec.writable)
 		return true;
 	return (kinds & LRC_MOVES_REBASE) &&
-	       (m->exec.prot[dev].count || !cuda_replica_rebases_in_place(m->replicas[dev], rebase_pages));
+	       (m->exec.prot[dev].count || m->exec.no_load ||
+		!cuda_replica_rebases_in_place(m->replicas[dev], rebase_pages));
 }
 
 /* The kinds of a plan's actions that change device bytes, and the pages

@@ -168,6 +168,15 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 		mapping_forget_range(new_addr, new_len);
 	void *p = IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
 	int saved = errno;
+	if (known && origin.marked) {
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_WARN,
+			      "%s has pages the program made read-only or inaccessible with mprotect; "
+			      "after mremap it (and mappings like it) passes through unmanaged",
+			      origin.path);
+		mapping_origin_free(&origin);
+		known = false;
+	}
 	if (known) {
 		if (p != MAP_FAILED)
 			mapping_adopt(p, new_len, origin.prot, origin.flags, origin.fd, origin.offset,

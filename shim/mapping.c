@@ -633,6 +633,15 @@ void mapping_after_discard(void *addr, size_t len)
 
 /* --- protection changes --- */
 
+/* A page whose mark goes: devices hold zeros (unreadable) or the writes
+ * dropped there (read-only), not the CPU's bytes: they forget it, and each
+ * takes it again at its next acquire (no CPU write is reported). */
+static void mark_cleared_locked(struct gaia_mapping *m, uint64_t page)
+{
+	if (lrc_devices_forget_pages(&m->engine, page, 1, &m->plan) == 0)
+		mapping_run_plan_locked(m);
+}
+
 /* Marks [lo, hi) of m (page-aligned, inside it) read-only or not in
  * m->read_only. A mapping read-only until now has every other page
  * read-only. False when the bitmap cannot be had. */
@@ -654,10 +663,14 @@ static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_
 	}
 	for (uint64_t p = (lo - m->start) / GAIA_PAGE; p < (hi - m->start + GAIA_PAGE - 1) / GAIA_PAGE && p < npages;
 	     p++) {
-		if (read_only)
+		bool was = m->read_only[p / 64] >> (p % 64) & 1;
+		if (read_only) {
 			m->read_only[p / 64] |= 1ull << (p % 64);
-		else
+		} else if (was) {
 			m->read_only[p / 64] &= ~(1ull << (p % 64));
+			if (was_writable)
+				mark_cleared_locked(m, p);
+		}
 	}
 	return true;
 }
@@ -673,7 +686,7 @@ static bool overlap_of(const struct gaia_mapping *m, const void *addr, size_t le
 
 /* Sets or clears the bits of [lo, hi) in *bits (npages bits, allocated
  * zero on first need). False when it cannot be had. */
-static bool mark_pages(uint64_t **bits, const struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool set)
+static bool mark_pages(uint64_t **bits, struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool set)
 {
 	uint64_t npages = m->len / GAIA_PAGE;
 	if (!*bits) {
@@ -684,10 +697,13 @@ static bool mark_pages(uint64_t **bits, const struct gaia_mapping *m, uintptr_t 
 	}
 	for (uint64_t p = (lo - m->start) / GAIA_PAGE; p < (hi - m->start + GAIA_PAGE - 1) / GAIA_PAGE && p < npages;
 	     p++) {
-		if (set)
+		bool was = (*bits)[p / 64] >> (p % 64) & 1;
+		if (set) {
 			(*bits)[p / 64] |= 1ull << (p % 64);
-		else
+		} else if (was) {
 			(*bits)[p / 64] &= ~(1ull << (p % 64));
+			mark_cleared_locked(m, p);
+		}
 	}
 	return true;
 }
@@ -860,6 +876,9 @@ bool mapping_origin_at(const void *addr, struct mapping_origin *out)
 		out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 3);
 		out->prot = m->prot;
 		out->flags = m->flags;
+		out->marked = false;
+		for (size_t w = 0; w < (m->len / GAIA_PAGE + 63) / 64; w++)
+			out->marked |= (m->read_only && m->read_only[w]) || (m->unreadable && m->unreadable[w]);
 		out->offset = (off_t)(m->offset + ((uintptr_t)addr - m->start));
 		snprintf(out->path, sizeof(out->path), "%s", m->path);
 		found = out->fd >= 0;

@@ -300,6 +300,9 @@ GAIA_HIDDEN void move_gate_end(void);
  * range: a descriptor of its own (closed by mapping_origin_free). */
 struct mapping_origin {
 	int fd, prot, flags;
+	/* Pages of it the program made read-only or inaccessible: which ones
+	 * a remap keeps is not known, so the remapped range passes through. */
+	bool marked;
 	off_t offset; /* file offset of addr */
 	char path[4096];
 };

@@ -549,6 +549,21 @@ static void case_kernel_writes_read_only_page(int flags, int from_read_write)
 	launch_write(m, 0, 2 * PAGE, 1, 0, 7);
 	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(m[0] == 5 && m[PAGE] == 7, "after a second launch: %u %u, want 5 7", m[0], m[PAGE]);
+	if (from_read_write) {
+		/* Page 0 writable again: a kernel reading it sees the CPU's
+		 * bytes, not zeros (inaccessible) nor the writes dropped. */
+		CHECK(mprotect(m, PAGE, PROT_READ | PROT_WRITE) == 0, "mprotect page 0 writable: %s", strerror(errno));
+		unsigned char *out;
+		CUDA_OK(cudaMalloc((void **)&out, PAGE));
+		SIMGPU_LAUNCH(copy_bytes, 4, 128, 0, 0)(m, out, (unsigned long long)PAGE);
+		CUDA_OK(cudaGetLastError());
+		unsigned char got[PAGE];
+		CUDA_OK(cudaMemcpy(got, out, PAGE, cudaMemcpyDeviceToHost));
+		CUDA_OK(cudaFree(out));
+		for (size_t i = 0; i < PAGE; i++)
+			CHECK(got[i] == m[i], "page 0 made writable again: a kernel read byte %zu as %u, the CPU has %u",
+			      i, got[i], m[i]);
+	}
 }
 
 /* The program has used every descriptor when it unmaps half of a file with

@@ -92,6 +92,28 @@ static void test_launch_sees_cpu_stores_and_uploads_only_their_pages(void **stat
 	free_harness(h);
 }
 
+/* A page the devices forget (its copy there is not the CPU's bytes) comes
+ * up afresh at the next launch, and no CPU write is reported for it. */
+static void test_forgotten_page_is_uploaded_again_without_a_cpu_version(void **state)
+{
+	(void)state;
+	struct harness *h = new_harness(8, LRC_SHARED | LRC_WRITABLE);
+	launch(h, 0);
+	sync_dev(h, 0);
+	h->dev[0][5 * PG + 3] ^= 0xff; /* the device's copy differs from the CPU's */
+	h->base[0][5 * PG + 3] ^= 0xff;
+	uint32_t before = tsvt_version(&h->region.tsvt, TSVT_CPU, 5);
+	assert_int_equal(lrc_devices_forget_pages(&h->region, 5, 1, &h->plan), 0);
+	run_plan(h);
+	assert_int_equal(lrc_launch(&h->region, 0, &h->plan), 0);
+	assert_int_equal(planned(h, LRC_UPLOAD), 1);
+	assert_int_equal(planned(h, LRC_PUBLISH), 0);
+	run_plan(h);
+	assert_memory_equal(h->dev[0], h->file, 8 * PG);
+	assert_int_equal(tsvt_version(&h->region.tsvt, TSVT_CPU, 5), before);
+	free_harness(h);
+}
+
 static void test_release_bumps_only_dirty_pages(void **state)
 {
 	(void)state;
@@ -332,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_first_launch_uploads_every_page_in_one_range),
 		cmocka_unit_test(test_launch_sees_cpu_stores_and_uploads_only_their_pages),
+		cmocka_unit_test(test_forgotten_page_is_uploaded_again_without_a_cpu_version),
 		cmocka_unit_test(test_release_bumps_only_dirty_pages),
 		cmocka_unit_test(test_clean_launch_and_sync_do_nothing),
 		cmocka_unit_test(test_sync_shows_kernel_writes_and_keeps_concurrent_cpu_bytes),
