@@ -177,9 +177,21 @@ template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask
     return simgpu::shfl(mask, v, SIMGPU_SHFL_XOR, lane_mask, width);
 }
 
-inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+/* ThreadSanitizer does not model a standalone fence (GCC refuses it under
+ * -fsanitize=thread): there, a sequentially consistent read-modify-write
+ * of one shared word stands in for it. */
+#if defined(__SANITIZE_THREAD__)
+inline void simgpu_fence(void)
+{
+    static int word;
+    __atomic_fetch_add(&word, 0, __ATOMIC_SEQ_CST);
+}
+#else
+inline void simgpu_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
+inline void __threadfence(void) { simgpu_fence(); }
+inline void __threadfence_block(void) { simgpu_fence(); }
+inline void __threadfence_system(void) { simgpu_fence(); }
 inline long long clock64(void)
 {
     struct timespec ts;
