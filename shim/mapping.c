@@ -633,48 +633,6 @@ void mapping_after_discard(void *addr, size_t len)
 
 /* --- protection changes --- */
 
-/* A page whose mark goes: devices hold zeros (unreadable) or the writes
- * dropped there (read-only), not the CPU's bytes: they forget it, and each
- * takes it again at its next acquire (no CPU write is reported). */
-static void mark_cleared_locked(struct gaia_mapping *m, uint64_t page)
-{
-	if (lrc_devices_forget_pages(&m->engine, page, 1, &m->plan) == 0)
-		mapping_run_plan_locked(m);
-}
-
-/* Marks [lo, hi) of m (page-aligned, inside it) read-only or not in
- * m->read_only. A mapping read-only until now has every other page
- * read-only. False when the bitmap cannot be had. */
-static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool read_only,
-				  bool was_writable)
-{
-	uint64_t npages = m->len / GAIA_PAGE;
-	if (!m->read_only) {
-		if (was_writable && !read_only)
-			return true; /* writable everywhere, and stays so */
-		m->read_only = calloc((npages + 63) / 64, sizeof(uint64_t));
-		if (!m->read_only)
-			return false;
-		if (!was_writable)
-			for (uint64_t p = 0; p < npages; p++)
-				m->read_only[p / 64] |= 1ull << (p % 64);
-		m->exec.no_store = m->read_only;
-		m->exec.no_store_pages = npages;
-	}
-	for (uint64_t p = (lo - m->start) / GAIA_PAGE; p < (hi - m->start + GAIA_PAGE - 1) / GAIA_PAGE && p < npages;
-	     p++) {
-		bool was = m->read_only[p / 64] >> (p % 64) & 1;
-		if (read_only) {
-			m->read_only[p / 64] |= 1ull << (p % 64);
-		} else if (was) {
-			m->read_only[p / 64] &= ~(1ull << (p % 64));
-			if (was_writable)
-				mark_cleared_locked(m, p);
-		}
-	}
-	return true;
-}
-
 /* The part of [addr, addr+len) inside m, page-aligned; false if none. */
 static bool overlap_of(const struct gaia_mapping *m, const void *addr, size_t len, uintptr_t *lo, uintptr_t *hi)
 {
@@ -684,27 +642,55 @@ static bool overlap_of(const struct gaia_mapping *m, const void *addr, size_t le
 	return *lo < *hi;
 }
 
-/* Sets or clears the bits of [lo, hi) in *bits (npages bits, allocated
- * zero on first need). False when it cannot be had. */
-static bool mark_pages(uint64_t **bits, struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool set)
+/* Sets or clears the bits of [lo, hi) of m (page-aligned, inside it) in
+ * *bits, a bitmap of m's pages allocated on first need (every bit set
+ * when `all_set`). With `forget`, the devices forget each page whose bit
+ * goes: they hold zeros (unreadable) or the writes dropped there
+ * (read-only), not the CPU's bytes, and take it again at their next
+ * acquire (no CPU write is reported). False when the bitmap cannot be had. */
+static bool mark_pages(uint64_t **bits, struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool set, bool all_set,
+		       bool forget)
 {
 	uint64_t npages = m->len / GAIA_PAGE;
 	if (!*bits) {
-		if (!set)
+		if (!set && !all_set)
 			return true;
 		if (!(*bits = calloc((npages + 63) / 64, sizeof(uint64_t))))
 			return false;
-	}
-	for (uint64_t p = (lo - m->start) / GAIA_PAGE; p < (hi - m->start + GAIA_PAGE - 1) / GAIA_PAGE && p < npages;
-	     p++) {
-		bool was = (*bits)[p / 64] >> (p % 64) & 1;
-		if (set) {
+		for (uint64_t p = 0; all_set && p < npages; p++)
 			(*bits)[p / 64] |= 1ull << (p % 64);
-		} else if (was) {
+	}
+	uint64_t end = (hi - m->start + GAIA_PAGE - 1) / GAIA_PAGE, run = 0, forgotten = 0;
+	end = end < npages ? end : npages;
+	for (uint64_t p = (lo - m->start) / GAIA_PAGE; p <= end; p++) {
+		bool cleared = false;
+		if (p < end && set) {
+			(*bits)[p / 64] |= 1ull << (p % 64);
+		} else if (p < end && ((*bits)[p / 64] >> (p % 64) & 1)) {
 			(*bits)[p / 64] &= ~(1ull << (p % 64));
-			mark_cleared_locked(m, p);
+			cleared = forget;
+		}
+		if (cleared) {
+			run++;
+		} else if (run) {
+			forgotten += lrc_devices_forget_pages(&m->engine, p - run, run, &m->plan) == 0;
+			run = 0;
 		}
 	}
+	if (forgotten)
+		mapping_run_plan_locked(m);
+	return true;
+}
+
+/* m->read_only for [lo, hi), read-only or not; a mapping read-only until
+ * now (was_writable false) has every other page read-only. */
+static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_t hi, bool read_only,
+				  bool was_writable)
+{
+	if (!mark_pages(&m->read_only, m, lo, hi, read_only, !was_writable, was_writable))
+		return false;
+	m->exec.no_store = m->read_only;
+	m->exec.no_store_pages = m->len / GAIA_PAGE;
 	return true;
 }
 
@@ -716,7 +702,7 @@ void mapping_made_writable(void *addr, size_t len)
 		if (!overlap_of(m, addr, len, &lo, &hi))
 			continue;
 		bool was_writable = (m->engine.flags & LRC_WRITABLE) != 0;
-		(void)mark_pages(&m->unreadable, m, lo, hi, false); /* PROT_WRITE reads too */
+		(void)mark_pages(&m->unreadable, m, lo, hi, false, false, true); /* PROT_WRITE reads too */
 		/* Kernels' writes to the rest stay dropped; without the bitmap
 		 * the mapping stays read-only to devices (no merge can store
 		 * into a page the program can only read). */
@@ -790,7 +776,7 @@ int mapping_protect_dropping_write(void *addr, size_t len, int prot)
 		if (ok && writable)
 			ok = mark_read_only_locked(m, lo, hi, true, true);
 		if (ok && private) {
-			ok = mark_pages(&m->unreadable, m, lo, hi, !(prot & PROT_READ));
+			ok = mark_pages(&m->unreadable, m, lo, hi, !(prot & PROT_READ), false, true);
 			m->exec.no_load = m->unreadable;
 			m->exec.no_load_pages = m->len / GAIA_PAGE;
 		}
