@@ -97,12 +97,17 @@ static int make_file(size_t bytes, unsigned char fill)
 	return fd;
 }
 
-static unsigned char *map_file(int fd, size_t bytes, int flags)
+static unsigned char *map_file_prot(int fd, size_t bytes, int prot, int flags)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+	void *p = mmap(NULL, bytes, prot, flags, fd, 0);
 	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
 	last_map = (unsigned char *)p;
 	return (unsigned char *)p;
+}
+
+static unsigned char *map_file(int fd, size_t bytes, int flags)
+{
+	return map_file_prot(fd, bytes, PROT_READ | PROT_WRITE, flags);
 }
 
 static void launch_copy(const unsigned char *src, unsigned char *dst, size_t n)
@@ -426,9 +431,7 @@ static void case_mprotect_writable(void)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	last_map = m;
+	unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
 	launch_write(m, 0, PAGE, 1, 0, 6);
 	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(m[0] == 5, "a kernel's write reached a read-only mapping: %u", m[0]);
@@ -466,9 +469,7 @@ static void case_mixed_protections(int flags)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	last_map = m;
+	unsigned char *m = map_file(fd, bytes, flags);
 	CHECK(mprotect(m, PAGE, PROT_READ) == 0 && mprotect(m + 2 * PAGE, PAGE, PROT_READ) == 0, "mprotect: %s",
 	      strerror(errno));
 	launch_write(m, 4 * PAGE, 6 * PAGE, 1, 0, 6);
@@ -492,9 +493,7 @@ static void case_mprotect_part_writable(int flags)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ, flags, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	last_map = m;
+	unsigned char *m = map_file_prot(fd, bytes, PROT_READ, flags);
 	launch_write(m, 0, PAGE, 1, 0, 6);
 	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(mprotect(m + PAGE, PAGE, PROT_READ | PROT_WRITE) == 0, "mprotect: %s", strerror(errno));
@@ -521,10 +520,7 @@ static void case_kernel_writes_read_only_page(int flags, int from_read_write)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, from_read_write ? PROT_READ | PROT_WRITE : PROT_READ,
-						 flags, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	last_map = m;
+	unsigned char *m = map_file_prot(fd, bytes, from_read_write ? PROT_READ | PROT_WRITE : PROT_READ, flags);
 	if (from_read_write == 2)
 		CHECK(mprotect(m, PAGE, PROT_NONE) == 0, "mprotect page 0 inaccessible: %s", strerror(errno));
 	else if (from_read_write)
@@ -573,9 +569,7 @@ static void case_unmap_without_descriptors(void)
 {
 	const size_t bytes = 8 * PAGE;
 	int fd = make_file(bytes, 5);
-	unsigned char *m = (unsigned char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	last_map = m;
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
 	launch_write(m, 4 * PAGE, 5 * PAGE, 1, 0, 6);
 	CUDA_OK(cudaDeviceSynchronize());
 	struct rlimit was, low;

@@ -324,10 +324,13 @@ static void external_change(volatile int *flag)
 
 #define ISOLATED_SPIN_S 7
 
-/* echo's launch waits until spin gives up, and the shim's note on stderr
- * says `note`. */
-static void isolated(volatile int *flag, const char *log_path, const char *note, const char *advice)
+/* GAIA_RUNNING_KERNELS=isolated: echo's launch waits until spin gives up,
+ * and the shim's note on stderr says what for and which setting lets it
+ * go on. */
+static void isolated(volatile int *flag, const char *log_path)
 {
+	const char *note = "has waited 5 s for the kernels launched earlier";
+	const char *advice = "GAIA_RUNNING_KERNELS=shared lets it go on";
 	watchdog(ISOLATED_SPIN_S + 20);
 	int fd;
 	cudaStream_t a, b;
@@ -403,8 +406,7 @@ int main(int argc, char **argv)
 	CUDA_OK(cudaFree(scratch));
 	*flag = 0;
 	if (!strcmp(mode, "isolated")) {
-		isolated(flag, log_path, "has waited 5 s for the kernels launched earlier",
-			 "GAIA_RUNNING_KERNELS=shared lets it go on");
+		isolated(flag, log_path);
 		unlink(log_path);
 		external_change(flag);
 
