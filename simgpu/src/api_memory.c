@@ -369,42 +369,63 @@ CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdevic
 
 /* ---- pitched copies: row by row, each row a unified copy ---- */
 
-static CUresult row_address(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
-                            size_t pitch, CUdeviceptr *out)
+/* One side of a pitched copy: where its rows start (x bytes into row y of
+ * plane z) and how they are laid out (pitch bytes a row, height rows a
+ * plane). */
+struct pitched_side {
+    CUmemorytype type;
+    const void *host;
+    CUdeviceptr dev;
+    size_t x, y, z, pitch, height;
+};
+
+static CUresult row_address(const struct pitched_side *p, size_t y, size_t z, CUdeviceptr *out)
 {
-    switch (type) {
+    size_t off = p->x + (p->y + y) * p->pitch + (p->z + z) * p->pitch * p->height;
+    switch (p->type) {
     case CU_MEMORYTYPE_HOST:
-        *out = (CUdeviceptr)(uintptr_t)host + x + y * pitch;
+        *out = (CUdeviceptr)(uintptr_t)p->host + off;
         return CUDA_SUCCESS;
     case CU_MEMORYTYPE_DEVICE:
     case CU_MEMORYTYPE_UNIFIED:
-        *out = dev + x + y * pitch;
+        *out = p->dev + off;
         return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_NOT_SUPPORTED; /* arrays: none here */
     }
 }
 
+static CUresult pitched_copy(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
+                             size_t height, size_t depth, CUstream s, bool ptds, bool async)
+{
+    if ((height > 1 || depth > 1) &&
+        ((src->pitch && src->pitch < width) || (dst->pitch && dst->pitch < width)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (depth > 1 && (src->height < height || dst->height < height))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < height; y++) {
+            CUdeviceptr from, to;
+            CUresult r = row_address(src, y, z, &from);
+            if (r == CUDA_SUCCESS)
+                r = row_address(dst, y, z, &to);
+            if (r == CUDA_SUCCESS)
+                r = uva_copy(to, from, width, s, ptds, async);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    return CUDA_SUCCESS;
+}
+
 static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, bool ptds, bool async)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
-    if (c->Height > 1 && ((c->srcPitch && c->srcPitch < c->WidthInBytes) ||
-                          (c->dstPitch && c->dstPitch < c->WidthInBytes)))
-        return CUDA_ERROR_INVALID_VALUE;
-    for (size_t y = 0; y < c->Height; y++) {
-        CUdeviceptr from, to;
-        CUresult r = row_address(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY + y,
-                                 c->srcPitch, &from);
-        if (r == CUDA_SUCCESS)
-            r = row_address(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY + y,
-                            c->dstPitch, &to);
-        if (r == CUDA_SUCCESS)
-            r = uva_copy(to, from, c->WidthInBytes, s, ptds, async);
-        if (r != CUDA_SUCCESS)
-            return r;
-    }
-    return CUDA_SUCCESS;
+    struct pitched_side src = { c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0,
+                                c->srcPitch, 0 };
+    struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0,
+                                c->dstPitch, 0 };
+    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, 1, s, ptds, async);
 }
 
 CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
@@ -419,6 +440,124 @@ CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
 { return copy2d(c, s, false, true); }
 CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s)
 { return copy2d(c, s, true, true); }
+
+/* 3-D copies: the 2-D ones plane by plane (srcHeight/dstHeight rows a
+ * plane); the LOD fields and the reserved ones must be 0. */
+static CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, bool ptds, bool async)
+{
+    if (!c || c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct pitched_side src = { c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ,
+                                c->srcPitch, c->srcHeight };
+    struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
+                                c->dstPitch, c->dstHeight };
+    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
+}
+
+CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c)
+{ return copy3d(c, NULL, false, false); }
+CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *c)
+{ return copy3d(c, NULL, true, false); }
+CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
+{ return copy3d(c, s, false, true); }
+CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s)
+{ return copy3d(c, s, true, true); }
+
+/* 3-D peer copies: a 3-D copy whose contexts must be given; with unified
+ * addressing the pointers name their devices. */
+static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream s, bool ptds, bool async)
+{
+    if (!c || c->srcLOD || c->dstLOD)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!c->srcContext || !c->dstContext)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct pitched_side src = { c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ,
+                                c->srcPitch, c->srcHeight };
+    struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
+                                c->dstPitch, c->dstHeight };
+    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
+}
+
+CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c)
+{ return copy3d_peer(c, NULL, false, false); }
+CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *c)
+{ return copy3d_peer(c, NULL, true, false); }
+CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *c, CUstream s)
+{ return copy3d_peer(c, s, false, true); }
+CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *c, CUstream s)
+{ return copy3d_peer(c, s, true, true); }
+
+/* Batches of 3-D copies (CUDA 12.8; CUDA 13 dropped failIdx): every
+ * operation checked as cuda.h says (a valid source order, no zero extent,
+ * row length and layer height 0 or at least the extent's, flags 0, not the
+ * legacy stream), then the copies in stream order, one after another.
+ * Pointer operands only: arrays are refused as in the pitched copies. */
+static struct pitched_side batch_side(const CUmemcpy3DOperand *o, const CUextent3D *e)
+{
+    size_t row = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
+    size_t layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
+    return (struct pitched_side){ CU_MEMORYTYPE_UNIFIED, NULL, o->op.ptr.ptr, 0, 0, 0, row, layer };
+}
+
+static CUresult batch3d_copy(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                             unsigned long long flags, CUstream s, bool ptds)
+{
+    if (fail_idx)
+        *fail_idx = SIZE_MAX;
+    if (!count || !ops || flags || s == CU_STREAM_LEGACY || (!ptds && !s))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+        const CUmemcpy3DOperand *side[2] = { &o->src, &o->dst };
+        if (!o->extent.width || !o->extent.height || !o->extent.depth ||
+            (o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+             o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+             o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY))
+            return CUDA_ERROR_INVALID_VALUE;
+        for (int k = 0; k < 2; k++) {
+            if (side[k]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+                return CUDA_ERROR_NOT_SUPPORTED; /* arrays: none here */
+            if (side[k]->type != CU_MEMCPY_OPERAND_TYPE_POINTER ||
+                (side[k]->op.ptr.rowLength && side[k]->op.ptr.rowLength < o->extent.width) ||
+                (side[k]->op.ptr.layerHeight && side[k]->op.ptr.layerHeight < o->extent.height))
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct pitched_side src = batch_side(&ops[i].src, &ops[i].extent);
+        struct pitched_side dst = batch_side(&ops[i].dst, &ops[i].extent);
+        CUresult r = pitched_copy(&src, &dst, ops[i].extent.width, ops[i].extent.height, ops[i].extent.depth, s,
+                                  ptds, true);
+        if (r != CUDA_SUCCESS) {
+            if (fail_idx)
+                *fail_idx = i;
+            return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The 12.8 forms, with failIdx. */
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                    CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs,
+                                    size_t *fail_idx, CUstream s)
+{ return batch_copy(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, s, false); }
+CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                         CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs,
+                                         size_t *fail_idx, CUstream s)
+{ return batch_copy(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, s, true); }
+CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t count, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                                      unsigned long long flags, CUstream s)
+{ return batch3d_copy(count, ops, fail_idx, flags, s, false); }
+CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t count, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                                           unsigned long long flags, CUstream s)
+{ return batch3d_copy(count, ops, fail_idx, flags, s, true); }
+CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t count, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+                                         CUstream s)
+{ return batch3d_copy(count, ops, NULL, flags, s, false); }
+CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t count, CUDA_MEMCPY3D_BATCH_OP *ops,
+                                              unsigned long long flags, CUstream s)
+{ return batch3d_copy(count, ops, NULL, flags, s, true); }
 
 /* ---- memsets (asynchronous to the host, as on hardware) ---- */
 

@@ -70,6 +70,8 @@
     X(cuMemcpy, 7000, PT, cuMemcpy_ptds, PFN_cuMemcpy_v7000_ptds)                           \
     X(cuMemcpyAsync, 4000, 0, cuMemcpyAsync, PFN_cuMemcpyAsync_v4000)                       \
     X(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz, PFN_cuMemcpyAsync_v7000_ptsz)            \
+    X(cuMemcpyBatchAsync, 12080, 0, cuMemcpyBatchAsync, PFN_cuMemcpyBatchAsync_v12080)      \
+    X(cuMemcpyBatchAsync, 12080, PT, cuMemcpyBatchAsync_ptsz, PFN_cuMemcpyBatchAsync_v12080_ptsz) \
     X(cuMemcpyBatchAsync, 13000, 0, cuMemcpyBatchAsync_v2, PFN_cuMemcpyBatchAsync_v13000)   \
     X(cuMemcpyBatchAsync, 13000, PT, cuMemcpyBatchAsync_v2_ptsz, PFN_cuMemcpyBatchAsync_v13000_ptsz) \
     X(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2, PFN_cuMemcpy2D_v3020)                             \
@@ -78,6 +80,18 @@
     X(cuMemcpy2DUnaligned, 7000, PT, cuMemcpy2DUnaligned_v2_ptds, PFN_cuMemcpy2DUnaligned_v7000_ptds) \
     X(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2, PFN_cuMemcpy2DAsync_v3020)              \
     X(cuMemcpy2DAsync, 7000, PT, cuMemcpy2DAsync_v2_ptsz, PFN_cuMemcpy2DAsync_v7000_ptsz)   \
+    X(cuMemcpy3D, 3020, 0, cuMemcpy3D_v2, PFN_cuMemcpy3D_v3020)                             \
+    X(cuMemcpy3D, 7000, PT, cuMemcpy3D_v2_ptds, PFN_cuMemcpy3D_v7000_ptds)                  \
+    X(cuMemcpy3DAsync, 3020, 0, cuMemcpy3DAsync_v2, PFN_cuMemcpy3DAsync_v3020)              \
+    X(cuMemcpy3DAsync, 7000, PT, cuMemcpy3DAsync_v2_ptsz, PFN_cuMemcpy3DAsync_v7000_ptsz)   \
+    X(cuMemcpy3DPeer, 4000, 0, cuMemcpy3DPeer, PFN_cuMemcpy3DPeer_v4000)                    \
+    X(cuMemcpy3DPeer, 7000, PT, cuMemcpy3DPeer_ptds, PFN_cuMemcpy3DPeer_v7000_ptds)         \
+    X(cuMemcpy3DPeerAsync, 4000, 0, cuMemcpy3DPeerAsync, PFN_cuMemcpy3DPeerAsync_v4000)     \
+    X(cuMemcpy3DPeerAsync, 7000, PT, cuMemcpy3DPeerAsync_ptsz, PFN_cuMemcpy3DPeerAsync_v7000_ptsz) \
+    X(cuMemcpy3DBatchAsync, 12080, 0, cuMemcpy3DBatchAsync, PFN_cuMemcpy3DBatchAsync_v12080) \
+    X(cuMemcpy3DBatchAsync, 12080, PT, cuMemcpy3DBatchAsync_ptsz, PFN_cuMemcpy3DBatchAsync_v12080_ptsz) \
+    X(cuMemcpy3DBatchAsync, 13000, 0, cuMemcpy3DBatchAsync_v2, PFN_cuMemcpy3DBatchAsync_v13000) \
+    X(cuMemcpy3DBatchAsync, 13000, PT, cuMemcpy3DBatchAsync_v2_ptsz, PFN_cuMemcpy3DBatchAsync_v13000_ptsz) \
     X(cuMemsetD8, 3020, 0, cuMemsetD8_v2, PFN_cuMemsetD8_v3020)                             \
     X(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds, PFN_cuMemsetD8_v7000_ptds)                  \
     X(cuMemsetD32, 3020, 0, cuMemsetD32_v2, PFN_cuMemsetD32_v3020)                          \

@@ -9,6 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cudaTypedefs.h>
+#include <stdbool.h>
+
 #include "simgpu.h"
 #include "test_util.h"
 
@@ -141,6 +144,132 @@ static void test_uva_memcpy_and_async_copies(void **state)
     CU_OK(cuMemFree(d));
     CU_OK(cuMemFree(e));
     CU_OK(cuStreamDestroy(s));
+}
+
+/* 3-D copies lay out a box: WIDTH bytes of HEIGHT rows of DEPTH planes,
+ * each side with its own pitch and rows a plane; the peer form takes the
+ * same box and needs both contexts; a 3-D batch copies pointer operands
+ * (0 row length / layer height: tightly packed), refuses what cuda.h
+ * names before copying anything, and its 12.8 form sets failIdx. */
+static void test_3d_copies_and_batches(void **state)
+{
+    (void)state;
+    enum { W = 5, H = 3, D = 2, HP = 8, HR = 4, DP = 16, DR = 3 };
+    unsigned char host[HP * HR * (D + 1)], back[HP * HR * (D + 1)];
+    for (size_t i = 0; i < sizeof(host); i++)
+        host[i] = (unsigned char)(i * 7 + 1);
+    CUdeviceptr dev;
+    CU_OK(cuMemAlloc(&dev, DP * DR * D));
+    CU_OK(cuMemsetD8(dev, 0, DP * DR * D));
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = host;
+    c.srcXInBytes = 2;
+    c.srcY = 1;
+    c.srcZ = 1;
+    c.srcPitch = HP;
+    c.srcHeight = HR;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dev;
+    c.dstPitch = DP;
+    c.dstHeight = DR;
+    c.WidthInBytes = W;
+    c.Height = H;
+    c.Depth = D;
+    CU_OK(cuMemcpy3D(&c));
+    unsigned char got[DP * DR * D];
+    CU_OK(cuMemcpyDtoH(got, dev, sizeof(got)));
+    for (size_t z = 0; z < D; z++)
+        for (size_t y = 0; y < DR; y++)
+            for (size_t x = 0; x < DP; x++) {
+                unsigned char want = x < W && y < H ? host[2 + x + (1 + y) * HP + (1 + z) * HP * HR] : 0;
+                assert_int_equal(got[x + y * DP + z * DP * DR], want);
+            }
+    c.srcHeight = 2; /* fewer rows a plane than the copy's height */
+    CU_IS(cuMemcpy3D(&c), CUDA_ERROR_INVALID_VALUE);
+
+    /* back through the peer form, into a zeroed host box */
+    CUcontext ctx;
+    CU_OK(cuCtxGetCurrent(&ctx));
+    CUDA_MEMCPY3D_PEER p;
+    memset(&p, 0, sizeof(p));
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.srcDevice = dev;
+    p.srcPitch = DP;
+    p.srcHeight = DR;
+    p.srcContext = ctx;
+    p.dstMemoryType = CU_MEMORYTYPE_HOST;
+    p.dstHost = back;
+    p.dstXInBytes = 2;
+    p.dstY = 1;
+    p.dstZ = 1;
+    p.dstPitch = HP;
+    p.dstHeight = HR;
+    p.WidthInBytes = W;
+    p.Height = H;
+    p.Depth = D;
+    CU_IS(cuMemcpy3DPeer(&p), CUDA_ERROR_INVALID_CONTEXT);
+    p.dstContext = ctx;
+    memset(back, 0, sizeof(back));
+    CU_OK(cuMemcpy3DPeer(&p));
+    for (size_t z = 0; z < D + 1; z++)
+        for (size_t y = 0; y < HR; y++)
+            for (size_t x = 0; x < HP; x++) {
+                size_t i = x + y * HP + z * HP * HR;
+                bool in = x >= 2 && x < 2 + W && y >= 1 && y < 1 + H && z >= 1 && z < 1 + D;
+                assert_int_equal(back[i], in ? host[i] : 0);
+            }
+
+    /* a batch: the host box to a second buffer, tightly packed */
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr packed;
+    CU_OK(cuMemAlloc(&packed, W * H * D));
+    CUDA_MEMCPY3D_BATCH_OP op[2];
+    memset(op, 0, sizeof(op));
+    op[0].src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[0].src.op.ptr.ptr = (CUdeviceptr)(uintptr_t)(host + 2 + HP + HP * HR);
+    op[0].src.op.ptr.rowLength = HP;
+    op[0].src.op.ptr.layerHeight = HR;
+    op[0].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[0].dst.op.ptr.ptr = packed;
+    op[0].extent = (CUextent3D){ W, H, D };
+    op[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    op[1] = op[0];
+    op[1].src.op.ptr.ptr = dev + DP * DR * D - 2; /* past the end of dev */
+    op[1].src.op.ptr.rowLength = 0;
+    op[1].src.op.ptr.layerHeight = 0;
+    CU_IS(cuMemcpy3DBatchAsync(1, op, 0, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuMemcpy3DBatchAsync(1, op, 1, s), CUDA_ERROR_INVALID_VALUE);
+    op[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+    CU_IS(cuMemcpy3DBatchAsync(1, op, 0, s), CUDA_ERROR_INVALID_VALUE);
+    op[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    op[0].src.op.ptr.rowLength = W - 1; /* shorter than the extent */
+    CU_IS(cuMemcpy3DBatchAsync(1, op, 0, s), CUDA_ERROR_INVALID_VALUE);
+    op[0].src.op.ptr.rowLength = HP;
+    CU_OK(cuMemcpy3DBatchAsync(1, op, 0, s));
+    CU_OK(cuStreamSynchronize(s));
+    unsigned char flat[W * H * D];
+    CU_OK(cuMemcpyDtoH(flat, packed, sizeof(flat)));
+    for (size_t z = 0; z < D; z++)
+        for (size_t y = 0; y < H; y++)
+            for (size_t x = 0; x < W; x++)
+                assert_int_equal(flat[x + y * W + z * W * H], host[2 + x + (1 + y) * HP + (1 + z) * HP * HR]);
+
+    /* the 12.8 form through cuGetProcAddress: failIdx names operation 1 */
+    PFN_cuMemcpy3DBatchAsync_v12080 batch128 = NULL;
+    CU_OK(cuGetProcAddress("cuMemcpy3DBatchAsync", (void **)&batch128, 12080, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    size_t fail = 77;
+    CU_IS(batch128(2, op, &fail, 0, s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(fail, 1);
+    fail = 77;
+    CU_OK(batch128(1, op, &fail, 0, s));
+    assert_int_equal(fail, SIZE_MAX);
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(packed));
+    CU_OK(cuMemFree(dev));
 }
 
 static void test_out_of_memory_and_get_info(void **state)
@@ -292,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_host_dereference_of_device_memory_faults),
         cmocka_unit_test(test_memset_d8_d32_and_dtod),
         cmocka_unit_test(test_uva_memcpy_and_async_copies),
+        cmocka_unit_test(test_3d_copies_and_batches),
         cmocka_unit_test(test_out_of_memory_and_get_info),
         cmocka_unit_test(test_bad_pointers_are_rejected),
         cmocka_unit_test(test_pointer_attributes),
