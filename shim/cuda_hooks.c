@@ -1101,6 +1101,217 @@ PITCHED_SYNC_HOOK(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows,
 PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, false)
 PITCHED_ASYNC_HOOK(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_mapped, copy3d_rows, true)
 
+/* 3-D peer copies: a 3-D copy with a context on each side. With a mapping
+ * on a host side it is made as cuMemcpy3D above (the device side's
+ * address names its device under unified addressing); otherwise it goes
+ * to the driver. */
+static CUDA_MEMCPY3D peer_as_3d(const CUDA_MEMCPY3D_PEER *p)
+{
+	return (CUDA_MEMCPY3D){
+		.srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ, .srcLOD = p->srcLOD,
+		.srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost, .srcDevice = p->srcDevice,
+		.srcArray = p->srcArray, .srcPitch = p->srcPitch, .srcHeight = p->srcHeight,
+		.dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstZ = p->dstZ, .dstLOD = p->dstLOD,
+		.dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
+		.dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
+		.WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth,
+	};
+}
+
+static bool copy3d_peer_mapped(const CUDA_MEMCPY3D_PEER *c)
+{
+	if (!c)
+		return false;
+	CUDA_MEMCPY3D d = peer_as_3d(c);
+	return copy3d_mapped(&d);
+}
+
+static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool async, bool per_thread,
+				 const char *call)
+{
+	if (!c->srcContext || !c->dstContext)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUDA_MEMCPY3D d = peer_as_3d(c);
+	return copy3d_rows(&d, stream, async, per_thread, call);
+}
+
+PITCHED_SYNC_HOOK(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy3d_peer_mapped, copy3d_peer_rows, false)
+PITCHED_SYNC_HOOK(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy3d_peer_mapped, copy3d_peer_rows, true)
+PITCHED_ASYNC_HOOK(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy3d_peer_mapped, copy3d_peer_rows, false)
+PITCHED_ASYNC_HOOK(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy3d_peer_mapped, copy3d_peer_rows, true)
+
+/* A batch of 3-D copies (cuMemcpy3DBatchAsync; CUDA 13 dropped failIdx).
+ * Without a mapping among its pointer operands it goes to the driver as
+ * it is. With one, as for the 1-D batches: the checks cuda.h names first
+ * (a refused batch copies nothing), the stream waited for when a mapping
+ * is read in stream order, then the operations one by one in order: one
+ * with a mapping as a 3-D copy between unified addresses (row by row, as
+ * cuMemcpy3DAsync above), one between a mapping and a CUDA array refused
+ * (as the pitched copies refuse it), every other one handed to the driver
+ * as a batch of one. */
+typedef CUresult(CUDAAPI *batch3d_fail_fn)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
+					    CUstream);
+typedef CUresult(CUDAAPI *batch3d_fn)(size_t, CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
+/* The driver's entry point of the form called: one of the two is set. */
+struct batch3d_real {
+	batch3d_fail_fn with_fail; /* 12.8 */
+	batch3d_fn without_fail;   /* 13.0 */
+};
+
+static CUresult batch3d_real_call(const struct batch3d_real *r, size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
+				  size_t *fail_idx, unsigned long long flags, CUstream stream)
+{
+	if (r->with_fail)
+		return r->with_fail(n, ops, fail_idx, flags, stream);
+	if (r->without_fail)
+		return r->without_fail(n, ops, flags, stream);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Bytes per element of a CUDA array (for the extent of the pointer
+ * operand copied to or from it); 16, the largest, when unknown. */
+static size_t array_element_bytes(CUarray array)
+{
+	CUresult(CUDAAPI * get)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray) =
+		(CUresult(CUDAAPI *)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray))cuda_real("cuArray3DGetDescriptor_v2");
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels)
+		return 16;
+	switch (d.Format) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return d.NumChannels;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2 * (size_t)d.NumChannels;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4 * (size_t)d.NumChannels;
+	default:
+		return 16;
+	}
+}
+
+/* Whether operand `o` of `op` is a pointer whose extent meets a mapping. */
+static bool batch3d_operand_mapped(const CUDA_MEMCPY3D_BATCH_OP *op, const CUmemcpy3DOperand *o)
+{
+	const CUextent3D *e = &op->extent;
+	if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER || !e->width || !e->height || !e->depth)
+		return false;
+	const CUmemcpy3DOperand *other = o == &op->src ? &op->dst : &op->src;
+	size_t elem = other->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(other->op.array.array) : 1;
+	size_t row = o->op.ptr.rowLength > e->width ? o->op.ptr.rowLength : e->width;
+	size_t layer = o->op.ptr.layerHeight > e->height ? o->op.ptr.layerHeight : e->height;
+	size_t pitch, plane, last, bytes;
+	if (__builtin_mul_overflow(row, elem, &pitch) || __builtin_mul_overflow(pitch, layer, &plane) ||
+	    __builtin_mul_overflow(plane, e->depth - 1, &last) ||
+	    __builtin_add_overflow(last, (e->height - 1) * pitch, &last) ||
+	    __builtin_add_overflow(last, e->width * elem, &bytes))
+		return gpu_is_mapped_host((const void *)(uintptr_t)o->op.ptr.ptr, 1);
+	return gpu_is_mapped_host((const void *)(uintptr_t)o->op.ptr.ptr, bytes);
+}
+
+static bool batch3d_touches_mapping(size_t count, const CUDA_MEMCPY3D_BATCH_OP *ops)
+{
+	if (!ops || !mapping_any())
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (batch3d_operand_mapped(&ops[i], &ops[i].src) || batch3d_operand_mapped(&ops[i], &ops[i].dst))
+			return true;
+	return false;
+}
+
+static bool batch3d_operand_valid(const CUmemcpy3DOperand *o, const CUextent3D *e)
+{
+	if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+		return o->op.array.array != NULL;
+	return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER &&
+	       (!o->op.ptr.rowLength || o->op.ptr.rowLength >= e->width) &&
+	       (!o->op.ptr.layerHeight || o->op.ptr.layerHeight >= e->height);
+}
+
+static CUDA_MEMCPY3D batch3d_as_3d(const CUDA_MEMCPY3D_BATCH_OP *o)
+{
+	const CUextent3D *e = &o->extent;
+	return (CUDA_MEMCPY3D){
+		.srcMemoryType = CU_MEMORYTYPE_UNIFIED,
+		.srcDevice = o->src.op.ptr.ptr,
+		.srcPitch = o->src.op.ptr.rowLength ? o->src.op.ptr.rowLength : e->width,
+		.srcHeight = o->src.op.ptr.layerHeight ? o->src.op.ptr.layerHeight : e->height,
+		.dstMemoryType = CU_MEMORYTYPE_UNIFIED,
+		.dstDevice = o->dst.op.ptr.ptr,
+		.dstPitch = o->dst.op.ptr.rowLength ? o->dst.op.ptr.rowLength : e->width,
+		.dstHeight = o->dst.op.ptr.layerHeight ? o->dst.op.ptr.layerHeight : e->height,
+		.WidthInBytes = e->width,
+		.Height = e->height,
+		.Depth = e->depth,
+	};
+}
+
+static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count, CUDA_MEMCPY3D_BATCH_OP *ops,
+				   size_t *fail_idx, unsigned long long flags, CUstream stream, bool per_thread)
+{
+	if (fail_idx)
+		*fail_idx = SIZE_MAX;
+	if (!count || flags || stream == CU_STREAM_LEGACY || (!per_thread && !stream))
+		return CUDA_ERROR_INVALID_VALUE;
+	bool settle = false;
+	for (size_t i = 0; i < count; i++) {
+		const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+		if (!o->extent.width || !o->extent.height || !o->extent.depth ||
+		    (o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+		     o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+		     o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY) ||
+		    !batch3d_operand_valid(&o->src, &o->extent) || !batch3d_operand_valid(&o->dst, &o->extent))
+			return CUDA_ERROR_INVALID_VALUE;
+		bool src_mapped = batch3d_operand_mapped(o, &o->src);
+		bool mapped = src_mapped || batch3d_operand_mapped(o, &o->dst);
+		if (mapped && (o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ||
+			       o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY))
+			return refuse_pitched("cuMemcpy3DBatchAsync");
+		settle = settle || (src_mapped && o->srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+	}
+	if (settle) {
+		CUresult rc = per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	for (size_t i = 0; i < count; i++) {
+		CUresult rc;
+		if (batch3d_operand_mapped(&ops[i], &ops[i].src) || batch3d_operand_mapped(&ops[i], &ops[i].dst)) {
+			CUDA_MEMCPY3D c = batch3d_as_3d(&ops[i]);
+			rc = copy3d_rows(&c, stream, true, per_thread, "cuMemcpy3DBatchAsync");
+		} else {
+			size_t one_fail;
+			rc = batch3d_real_call(real, 1, &ops[i], &one_fail, 0, stream);
+		}
+		if (rc != CUDA_SUCCESS) {
+			if (fail_idx)
+				*fail_idx = i;
+			return rc;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+#define BATCH3D_HOOK(abi, per_thread, with_fail, ...)                                                        \
+	GAIA_EXPORT CUresult CUDAAPI abi(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, __VA_ARGS__)           \
+	{                                                                                                    \
+		struct batch3d_real real = {BATCH3D_REAL_##with_fail(abi)};                                  \
+		if (batch3d_touches_mapping(numOps, opList))                                                 \
+			return batch3d_one_by_one(&real, numOps, opList, BATCH_FAIL_##with_fail, flags,      \
+						  hStream, per_thread);                                      \
+		return batch3d_real_call(&real, numOps, opList, BATCH_FAIL_##with_fail, flags, hStream);     \
+	}
+#define BATCH3D_REAL_1(abi) .with_fail = REAL_OF(abi)
+#define BATCH3D_REAL_0(abi) .without_fail = REAL_OF(abi)
+BATCH3D_HOOK(cuMemcpy3DBatchAsync, false, 1, size_t *failIdx, unsigned long long flags, CUstream hStream)
+BATCH3D_HOOK(cuMemcpy3DBatchAsync_ptsz, true, 1, size_t *failIdx, unsigned long long flags, CUstream hStream)
+BATCH3D_HOOK(cuMemcpy3DBatchAsync_v2, false, 0, unsigned long long flags, CUstream hStream)
+BATCH3D_HOOK(cuMemcpy3DBatchAsync_v2_ptsz, true, 0, unsigned long long flags, CUstream hStream)
+
 /* Host registration of a mapping is the shim's (gpu_copy.c). */
 static CUresult host_register(__typeof__(&cuMemHostRegister_v2) real, void *p, size_t bytesize,
 			      unsigned int flags)

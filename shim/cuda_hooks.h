@@ -77,7 +77,7 @@ enum hook_lib { DRV, RT };
 	X(cuMemcpyBatchAsync,               12080, 1, cuMemcpyBatchAsync_ptsz,               DRV, PFN_cuMemcpyBatchAsync_v12080_ptsz)       \
 	X(cuMemcpyBatchAsync,               13000, 0, cuMemcpyBatchAsync_v2,                 DRV, PFN_cuMemcpyBatchAsync_v13000)            \
 	X(cuMemcpyBatchAsync,               13000, 1, cuMemcpyBatchAsync_v2_ptsz,            DRV, PFN_cuMemcpyBatchAsync_v13000_ptsz)       \
-	/* pitched copies: refused when a host side is a mapping */                                                                        \
+	/* pitched copies: row by row when a host side is a mapping */                                                                        \
 	X(cuMemcpy2D,                       3020,  0, cuMemcpy2D_v2,                         DRV, PFN_cuMemcpy2D_v3020)                     \
 	X(cuMemcpy2D,                       7000,  1, cuMemcpy2D_v2_ptds,                    DRV, PFN_cuMemcpy2D_v7000_ptds)                \
 	X(cuMemcpy2DUnaligned,              3020,  0, cuMemcpy2DUnaligned_v2,                DRV, PFN_cuMemcpy2DUnaligned_v3020)            \
@@ -88,6 +88,15 @@ enum hook_lib { DRV, RT };
 	X(cuMemcpy3D,                       7000,  1, cuMemcpy3D_v2_ptds,                    DRV, PFN_cuMemcpy3D_v7000_ptds)                \
 	X(cuMemcpy3DAsync,                  3020,  0, cuMemcpy3DAsync_v2,                    DRV, PFN_cuMemcpy3DAsync_v3020)                \
 	X(cuMemcpy3DAsync,                  7000,  1, cuMemcpy3DAsync_v2_ptsz,               DRV, PFN_cuMemcpy3DAsync_v7000_ptsz)           \
+	X(cuMemcpy3DPeer,                   4000,  0, cuMemcpy3DPeer,                        DRV, PFN_cuMemcpy3DPeer_v4000)                 \
+	X(cuMemcpy3DPeer,                   7000,  1, cuMemcpy3DPeer_ptds,                   DRV, PFN_cuMemcpy3DPeer_v7000_ptds)            \
+	X(cuMemcpy3DPeerAsync,              4000,  0, cuMemcpy3DPeerAsync,                   DRV, PFN_cuMemcpy3DPeerAsync_v4000)            \
+	X(cuMemcpy3DPeerAsync,              7000,  1, cuMemcpy3DPeerAsync_ptsz,              DRV, PFN_cuMemcpy3DPeerAsync_v7000_ptsz)       \
+	/* batches of 3-D copies: one by one when an operand is a mapping */                                                              \
+	X(cuMemcpy3DBatchAsync,             12080, 0, cuMemcpy3DBatchAsync,                  DRV, PFN_cuMemcpy3DBatchAsync_v12080)          \
+	X(cuMemcpy3DBatchAsync,             12080, 1, cuMemcpy3DBatchAsync_ptsz,             DRV, PFN_cuMemcpy3DBatchAsync_v12080_ptsz)     \
+	X(cuMemcpy3DBatchAsync,             13000, 0, cuMemcpy3DBatchAsync_v2,               DRV, PFN_cuMemcpy3DBatchAsync_v13000)          \
+	X(cuMemcpy3DBatchAsync,             13000, 1, cuMemcpy3DBatchAsync_v2_ptsz,          DRV, PFN_cuMemcpy3DBatchAsync_v13000_ptsz)     \
 	/* host memory that is a mapping: registration and pointer queries */                                                              \
 	X(cuMemHostRegister,                4000,  0, cuMemHostRegister,                     DRV, PFN_cuMemHostRegister_v4000)              \
 	X(cuMemHostRegister,                6050,  0, cuMemHostRegister_v2,                  DRV, PFN_cuMemHostRegister_v6050)              \
