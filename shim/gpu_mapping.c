@@ -384,6 +384,16 @@ static bool start_watcher_locked(void)
 	return ok;
 }
 
+/* In a fork child: only the forking thread exists there, so the lock may
+ * be held by a thread that is gone (the watcher, while it prints), and
+ * the watcher is the parent's; the next wait starts the child's own. */
+void gpu_wait_note_after_fork_child(void)
+{
+	pthread_mutex_init(&wait_note.lock, NULL);
+	wait_note.watcher = 0;
+	wait_note.waiting = false;
+}
+
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
  * watcher prints the note `fmt` makes (once per process and kind, a bit). */
 enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2 };

@@ -54,6 +54,8 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
+	if (gpu_wait_note_after_fork_child)
+		gpu_wait_note_after_fork_child();
 	if (fork_managed) {
 		int saved = errno;
 		mapping_after_fork(true);

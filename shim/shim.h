@@ -311,6 +311,9 @@ GAIA_HIDDEN void mapping_origin_free(struct mapping_origin *origin);
 GAIA_HIDDEN int mapping_versions(const void *addr, size_t len, uint32_t *out);
 GAIA_HIDDEN void mapping_before_fork(void);
 GAIA_HIDDEN void mapping_after_fork(bool child);
+/* The launch-wait watcher's state, reset in a fork child (gpu_mapping.c;
+ * absent from builds without CUDA). */
+GAIA_HIDDEN void gpu_wait_note_after_fork_child(void) __attribute__((weak));
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
 /* mprotect gave [addr, addr+len) PROT_WRITE. */
 /* Starts a detached thread of the shim's that takes no signals: 0 or
