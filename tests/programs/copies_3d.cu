@@ -398,7 +398,8 @@ static void batches_12080(cudaStream_t s)
 	if (done)
 		for (size_t i = 0; i < 3 * PAGE; i++)
 			model[PAGE + i] = pat(19, i);
-	file_is_model(done ? "operation 0 done before the failure" : "operation 0 not done before the failure");
+	printf("(cuMemcpyBatchAsync 12.8: operation 0 %s when operation 1 failed)\n", done ? "made" : "not made");
+	file_is_model(done ? "operation 0 made before the failure" : "operation 0 not made before the failure");
 	free(now);
 
 	step = "cuMemcpy3DBatchAsync (12.8) from m, an operation that fails";
