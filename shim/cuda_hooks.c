@@ -702,11 +702,11 @@ static bool memcpy_async_is_host_sync(CUdeviceptr dst, CUdeviceptr src)
 /* A copy whose host side is a mapping is made by gpu_copy_1d (gpu.h),
  * whatever the nesting: the driver must never see the mapping's address
  * as a host pointer (it may be device memory to it). */
-#define COPY_1D(dst, src, n, dside, sside, stream, async)                                        \
+#define COPY_1D(dst, src, n, dside, sside, stream)                                                \
 	do {                                                                                     \
 		CUresult crc_;                                                                   \
 		if (gpu_copy_1d((void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src), (n), \
-				(dside), (sside), (stream), (async), &crc_))                     \
+				(dside), (sside), (stream), false, &crc_))                       \
 			return crc_;                                                             \
 	} while (0)
 
@@ -714,7 +714,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t B
 {
 	__typeof__(&cuMemcpy) real = REAL_OF(cuMemcpy);
 
-	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, NULL, false);
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, NULL);
 
 	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
@@ -724,7 +724,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, siz
 {
 	__typeof__(&cuMemcpy_ptds) real = REAL_OF(cuMemcpy_ptds);
 
-	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, CU_STREAM_PER_THREAD, false);
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, CU_STREAM_PER_THREAD);
 
 	SYNC(real, real(dst, src, ByteCount), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_sync_is_host_sync(dst, src));
@@ -734,7 +734,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevic
 {
 	__typeof__(&cuMemcpyDtoH_v2) real = REAL_OF(cuMemcpyDtoH_v2);
 
-	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, NULL, false);
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, NULL);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -743,7 +743,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr src
 {
 	__typeof__(&cuMemcpyDtoH_v2_ptds) real = REAL_OF(cuMemcpyDtoH_v2_ptds);
 
-	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, CU_STREAM_PER_THREAD, false);
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, CU_STREAM_PER_THREAD);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -752,7 +752,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *
 {
 	__typeof__(&cuMemcpyHtoD_v2) real = REAL_OF(cuMemcpyHtoD_v2);
 
-	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, NULL, false);
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, NULL);
 
 	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -761,7 +761,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const v
 {
 	__typeof__(&cuMemcpyHtoD_v2_ptds) real = REAL_OF(cuMemcpyHtoD_v2_ptds);
 
-	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, CU_STREAM_PER_THREAD, false);
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, CU_STREAM_PER_THREAD);
 
 	SYNC(real, real(dstDevice, srcHost, ByteCount), GPU_SYNC_COPY, true);
 }
@@ -771,7 +771,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr src
 {
 	__typeof__(&cuMemcpyDtoHAsync_v2) real = REAL_OF(cuMemcpyDtoHAsync_v2);
 
-	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream, true);
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
@@ -782,7 +782,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdevicept
 {
 	__typeof__(&cuMemcpyDtoHAsync_v2_ptsz) real = REAL_OF(cuMemcpyDtoHAsync_v2_ptsz);
 
-	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream ? hStream : CU_STREAM_PER_THREAD, true);
+	COPY_1D(dstHost, srcDevice, ByteCount, GPU_COPY_HOST, GPU_COPY_DEVICE, hStream ? hStream : CU_STREAM_PER_THREAD);
 
 	SYNC(real, real(dstHost, srcDevice, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && is_pageable(dstHost));
@@ -792,7 +792,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, siz
 {
 	__typeof__(&cuMemcpyAsync) real = REAL_OF(cuMemcpyAsync);
 
-	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream, true);
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream);
 
 	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
@@ -802,7 +802,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
 {
 	__typeof__(&cuMemcpyAsync_ptsz) real = REAL_OF(cuMemcpyAsync_ptsz);
 
-	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream ? hStream : CU_STREAM_PER_THREAD, true);
+	COPY_1D(dst, src, ByteCount, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED, hStream ? hStream : CU_STREAM_PER_THREAD);
 
 	SYNC(real, real(dst, src, ByteCount, hStream), GPU_SYNC_COPY,
 	     rc_ == CUDA_SUCCESS && memcpy_async_is_host_sync(dst, src));
@@ -816,11 +816,10 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src
  * a batch's copies in any order, so one by one is one of the orders it may
  * pick), after the checks cuda.h names (not the legacy stream, a valid
  * source order, attribute indices from 0 upwards) so that a refused batch
- * copies nothing. A source in a mapping is read at the call, as
- * cuMemcpyAsync reads one; for a copy whose source order is the stream's,
- * the shim first waits for the stream and releases what its kernels wrote
- * (they come before the copy). The attributes' location hints and flags
- * only tune speed. */
+ * copies nothing. A source in a mapping is read as cuMemcpyAsync reads
+ * one: after the stream's earlier work, and the release of what its
+ * kernels wrote (every source order allows that). The attributes'
+ * location hints and flags only tune speed. */
 static bool batch_touches_mapping(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const size_t *sizes,
 				  size_t count)
 {
@@ -849,18 +848,6 @@ static CUresult batch_one_by_one(const CUdeviceptr *dsts, const CUdeviceptr *src
 		    attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
 		    attrs[a].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
 			return CUDA_ERROR_INVALID_VALUE;
-	}
-	bool settle = false;
-	for (size_t i = 0, a = 0; i < count && !settle; i++) {
-		while (a + 1 < nattrs && idxs[a + 1] <= i)
-			a++;
-		settle = attrs[a].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
-			 gpu_is_mapped_host((const void *)(uintptr_t)srcs[i], sizes[i]);
-	}
-	if (settle) {
-		CUresult rc = per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
-		if (rc != CUDA_SUCCESS)
-			return rc;
 	}
 	for (size_t i = 0; i < count; i++) {
 		CUresult rc = per_thread ? cuMemcpyAsync_ptsz(dsts[i], srcs[i], sizes[i], stream)
@@ -896,8 +883,9 @@ BATCH_HOOK(cuMemcpyBatchAsync_ptsz, true, 1, size_t *failIdx, CUstream hStream)
 BATCH_HOOK(cuMemcpyBatchAsync_v2, false, 0, CUstream hStream)
 BATCH_HOOK(cuMemcpyBatchAsync_v2_ptsz, true, 0, CUstream hStream)
 
-/* Host to device, asynchronous: never a host sync (pageable memory is
- * staged at the call). */
+/* Host to device, asynchronous: not a host sync (pageable memory is
+ * staged at the call; one from a mapping waits for the stream, in
+ * gpu_copy_1d). */
 GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
 						   CUstream hStream)
 {
@@ -905,7 +893,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const v
 
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
-	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, hStream, true);
+	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST, hStream);
 	return real(dstDevice, srcHost, ByteCount, hStream);
 }
 
@@ -917,7 +905,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, co
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	COPY_1D(dstDevice, srcHost, ByteCount, GPU_COPY_DEVICE, GPU_COPY_HOST,
-		hStream ? hStream : CU_STREAM_PER_THREAD, true);
+		hStream ? hStream : CU_STREAM_PER_THREAD);
 	return real(dstDevice, srcHost, ByteCount, hStream);
 }
 
@@ -930,7 +918,7 @@ static bool pitched_host_side(CUmemorytype type, const void *host, CUdeviceptr u
 							      : NULL;
 	if (!base || !width || !rows || !depth)
 		return false;
-	size_t plane = pitch * (height ? height : rows);
+	size_t plane = pitch * height; /* cuda.h: start = base + (z * height + y) * pitch + x */
 	const uint8_t *start = base + x + y * pitch + z * plane;
 	size_t bytes = (depth - 1) * plane + (rows - 1) * pitch + width;
 	return gpu_is_mapped_host(start, bytes);
@@ -965,7 +953,8 @@ static enum gpu_copy_side side_of(CUmemorytype type)
 
 static uintptr_t row_of(const struct pitched_side *p, size_t rows, size_t y, size_t z)
 {
-	size_t plane = p->pitch * (p->height ? p->height : rows);
+	(void)rows;
+	size_t plane = p->pitch * p->height;
 	return p->base + p->x + (p->y + y) * p->pitch + (p->z + z) * plane;
 }
 
@@ -981,19 +970,32 @@ static CUresult pitched_rows(const struct pitched_side *src, const struct pitche
 {
 	if (src->type == CU_MEMORYTYPE_ARRAY || dst->type == CU_MEMORYTYPE_ARRAY)
 		return refuse_pitched(call);
-	if (rows > 1 && ((src->pitch && src->pitch < width) || (dst->pitch && dst->pitch < width)))
-		return CUDA_ERROR_INVALID_VALUE;
+	/* What cuda.h asks of a pitched copy: a pitch, if given, holds the
+	 * row from its x; rows a plane, if given, hold the rows from y; a copy
+	 * of more than one plane gives them (as the simulator asks). */
+	const struct pitched_side *sides[2] = {src, dst};
+	for (int k = 0; k < 2; k++) {
+		const struct pitched_side *p = sides[k];
+		if ((p->pitch && p->pitch < width + p->x) || (p->height && p->height < rows + p->y) ||
+		    (depth > 1 && !p->height))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	__typeof__(&cuMemcpy) copy = per_thread ? REAL_OF(cuMemcpy_ptds) : REAL_OF(cuMemcpy);
 	__typeof__(&cuMemcpyAsync) copy_async = per_thread ? REAL_OF(cuMemcpyAsync_ptsz) : REAL_OF(cuMemcpyAsync);
 	if (!copy || !copy_async)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUstream order = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
+	/* The work before the copy on its stream, once for all rows (each
+	 * row the shim makes would wait for it). */
+	CUresult settled = gpu_copy_settle(order);
+	if (settled != CUDA_SUCCESS)
+		return settled;
 	for (size_t z = 0; z < depth; z++) {
 		for (size_t y = 0; y < rows; y++) {
 			uintptr_t from = row_of(src, rows, y, z), to = row_of(dst, rows, y, z);
 			CUresult rc;
 			if (!gpu_copy_1d((void *)to, (const void *)from, width, side_of(dst->type),
-					 side_of(src->type), order, async, &rc)) {
+					 side_of(src->type), order, true, &rc)) {
 				gpu_hook_depth++;
 				rc = async ? copy_async((CUdeviceptr)to, (CUdeviceptr)from, width, stream)
 					   : copy((CUdeviceptr)to, (CUdeviceptr)from, width);
@@ -1026,6 +1028,8 @@ static CUresult copy2d_rows(const CUDA_MEMCPY2D *c, CUstream stream, bool async,
 static CUresult copy3d_rows(const CUDA_MEMCPY3D *c, CUstream stream, bool async, bool per_thread,
 			    const char *call)
 {
+	if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
+		return CUDA_ERROR_INVALID_VALUE; /* cuda.h: must be 0 / NULL */
 	struct pitched_side src = {c->srcMemoryType,
 				   c->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)c->srcHost
 									 : (uintptr_t)c->srcDevice,
@@ -1126,13 +1130,27 @@ static bool copy3d_peer_mapped(const CUDA_MEMCPY3D_PEER *c)
 	return copy3d_mapped(&d);
 }
 
+/* As for the 1-D peer copies (cuda_mem_hooks.c): the copy runs with the
+ * device side's context current, so the stream waited for and the device
+ * released are that context's. */
 static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool async, bool per_thread,
 				 const char *call)
 {
+	if (c->srcLOD || c->dstLOD)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (!c->srcContext || !c->dstContext)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	CUDA_MEMCPY3D d = peer_as_3d(c);
-	return copy3d_rows(&d, stream, async, per_thread, call);
+	bool src_host = pitched_host_side(d.srcMemoryType, d.srcHost, d.srcDevice, d.srcXInBytes, d.srcY, d.srcZ,
+					  d.srcPitch, d.srcHeight, d.WidthInBytes, d.Height, d.Depth);
+	CUcontext ctx = src_host ? c->dstContext : c->srcContext, prev = NULL;
+	PFN_cuCtxPushCurrent_v4000 push = CUDA_REAL(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
+	PFN_cuCtxPopCurrent_v4000 pop = CUDA_REAL(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+	bool pushed = push && pop && push(ctx) == CUDA_SUCCESS;
+	CUresult rc = copy3d_rows(&d, stream, async, per_thread, call);
+	if (pushed)
+		(void)pop(&prev);
+	return rc;
 }
 
 PITCHED_SYNC_HOOK(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy3d_peer_mapped, copy3d_peer_rows, false)
@@ -1257,7 +1275,6 @@ static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count
 		*fail_idx = SIZE_MAX;
 	if (!count || flags || stream == CU_STREAM_LEGACY || (!per_thread && !stream))
 		return CUDA_ERROR_INVALID_VALUE;
-	bool settle = false;
 	for (size_t i = 0; i < count; i++) {
 		const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
 		if (!o->extent.width || !o->extent.height || !o->extent.depth ||
@@ -1266,17 +1283,12 @@ static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count
 		     o->srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY) ||
 		    !batch3d_operand_valid(&o->src, &o->extent) || !batch3d_operand_valid(&o->dst, &o->extent))
 			return CUDA_ERROR_INVALID_VALUE;
-		bool src_mapped = batch3d_operand_mapped(o, &o->src);
-		bool mapped = src_mapped || batch3d_operand_mapped(o, &o->dst);
+		bool mapped = batch3d_operand_mapped(o, &o->src) || batch3d_operand_mapped(o, &o->dst);
 		if (mapped && (o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ||
 			       o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY))
 			return refuse_pitched("cuMemcpy3DBatchAsync");
-		settle = settle || (src_mapped && o->srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
-	}
-	if (settle) {
-		CUresult rc = per_thread ? cuStreamSynchronize_ptsz(stream) : cuStreamSynchronize(stream);
-		if (rc != CUDA_SUCCESS)
-			return rc;
+		if (!mapped && !real->with_fail && !real->without_fail)
+			return CUDA_ERROR_NOT_SUPPORTED; /* before anything is copied */
 	}
 	for (size_t i = 0; i < count; i++) {
 		CUresult rc;

@@ -184,7 +184,7 @@ static bool peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontex
 	}
 	bool pushed = push && pop && push(ctx) == CUDA_SUCCESS;
 	if (!gpu_copy_1d((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, GPU_COPY_UNIFIED, GPU_COPY_UNIFIED,
-			 stream, async, rc))
+			 stream, false, rc))
 		*rc = CUDA_ERROR_INVALID_VALUE; /* not reached: one side is a mapping */
 	if (pushed)
 		(void)pop(&prev);

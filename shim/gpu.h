@@ -107,9 +107,13 @@ GAIA_HIDDEN bool gpu_is_mapped_host(const void *p, size_t n);
 enum gpu_copy_side { GPU_COPY_DEVICE, GPU_COPY_HOST, GPU_COPY_UNIFIED };
 /* A 1-D copy whose host side may be a mapping: false when neither side
  * is (the caller forwards it); else it was made, in stream order, and
- * *rc is its result. `async`: an Async form. */
+ * *rc is its result. `settled`: the caller has made gpu_copy_settle(stream)
+ * since the work it must follow (a pitched copy, once for all its rows). */
 GAIA_HIDDEN bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
-			     enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc);
+			     enum gpu_copy_side src_side, CUstream stream, bool settled, CUresult *rc);
+/* Waits for the work before this point on `stream` (what the stream's
+ * rules put before an operation enqueued now) and releases the device. */
+GAIA_HIDDEN CUresult gpu_copy_settle(CUstream stream);
 /* cuMemsetD* (2-D when height > 1) whose destination is a mapping: false
  * when it is not (the caller forwards it); else the pattern was stored by
  * the CPU after the stream's earlier work, and *rc is the result. */

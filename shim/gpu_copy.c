@@ -8,11 +8,11 @@
  * from the stale device replica, and one into it for a store the CPU
  * never sees. Whatever the backing, a copy is also a CPU access of the
  * region and must follow the protocol:
- *  - a copy *from* a region reads the CPU's bytes. A synchronous one
- *    first waits for its stream and releases the device (the kernels
- *    before it in stream order wrote the region: their bytes are what a
- *    copy after them reads); an asynchronous one reads them at the call,
- *    as the driver stages pageable memory at the call.
+ *  - a copy *from* a region reads the CPU's bytes. Synchronous or not,
+ *    it first waits for the work before it on its stream and releases the
+ *    device (the kernels before it in stream order wrote the region:
+ *    their bytes are what a copy after them reads), as the driver may
+ *    wait for the stream before it stages pageable memory.
  *  - a copy *into* a region is a CPU write: the bytes come down into a
  *    bounce buffer, the device releases what its kernels wrote (they ran
  *    before the copy in stream order, so the copy's bytes must win), and
@@ -49,12 +49,35 @@ bool gpu_is_mapped_host(const void *p, size_t n)
 	return p && mapping_any() && mapping_overlaps(p, n ? n : 1);
 }
 
-/* The stream's work is done and the device has released: what a copy
- * that reads or writes a region after that work must see first. */
-static CUresult settle_stream(CUstream stream)
+/* The work before this point on `stream` is done and the device has
+ * released: what a copy that reads or writes a region after that work
+ * must see first. An event recorded on the stream is an operation of it,
+ * so it also follows what the stream's rules put before it (on the legacy
+ * stream, the blocking streams' earlier work; on a blocking stream, the
+ * legacy stream's), where a stream sync would wait only for the stream's
+ * own queue. */
+CUresult gpu_copy_settle(CUstream stream)
 {
-	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
-	CUresult rc = sync ? sync(stream) : CUDA_ERROR_NOT_INITIALIZED;
+	PFN_cuEventCreate_v2000 create = CUDA_REAL(cuEventCreate, PFN_cuEventCreate_v2000);
+	PFN_cuEventRecord_v2000 record = CUDA_REAL(cuEventRecord, PFN_cuEventRecord_v2000);
+	PFN_cuEventSynchronize_v2000 sync = CUDA_REAL(cuEventSynchronize, PFN_cuEventSynchronize_v2000);
+	PFN_cuEventDestroy_v4000 destroy = CUDA_REAL(cuEventDestroy_v2, PFN_cuEventDestroy_v4000);
+	if (!create || !record || !sync || !destroy)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	/* A capturing stream runs nothing now: the copy is refused there
+	 * (refused_by_capture), nothing to wait for. */
+	PFN_cuStreamIsCapturing_v10000 capturing = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (capturing && (capturing(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE))
+		return CUDA_SUCCESS;
+	CUevent done;
+	CUresult rc = create(&done, CU_EVENT_DISABLE_TIMING);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = record(done, stream);
+	if (rc == CUDA_SUCCESS)
+		rc = sync(done);
+	destroy(done);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	return gpu_after_sync(GPU_SYNC_STREAM, CUDA_SUCCESS);
@@ -139,7 +162,7 @@ static bool refused_by_capture(CUstream stream, size_t n, bool to_mapping, CUres
 }
 
 bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_side,
-		 enum gpu_copy_side src_side, CUstream stream, bool async, CUresult *rc)
+		 enum gpu_copy_side src_side, CUstream stream, bool settled, CUresult *rc)
 {
 	bool src_mapped = src_side != GPU_COPY_DEVICE && gpu_is_mapped_host(src, n);
 	bool dst_mapped = dst_side != GPU_COPY_DEVICE && gpu_is_mapped_host(dst, n);
@@ -160,8 +183,14 @@ bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_si
 	bool dst_dev = dst_side == GPU_COPY_DEVICE ||
 		       (dst_side == GPU_COPY_UNIFIED && !dst_mapped && is_device_memory(dst));
 	CUresult r = CUDA_SUCCESS;
-	if (src_mapped && !async)
-		r = settle_stream(stream);
+	/* A copy from a region, and one between host memory (a CPU store
+	 * into a region), reads and writes after the work before it on its
+	 * stream: the shim waits for that work, as the driver may for
+	 * pageable memory (CUDA's API synchronization behavior notes), and
+	 * the device releases first. A copy from the device into a region
+	 * is ordered on the stream itself (device_to_host). */
+	if (!settled && (src_mapped || (!dst_dev && !src_dev)))
+		r = gpu_copy_settle(stream);
 	if (r != CUDA_SUCCESS) {
 		/* the stream failed: the copy is not made */
 	} else if (dst_dev) {
@@ -170,12 +199,8 @@ bool gpu_copy_1d(void *dst, const void *src, size_t n, enum gpu_copy_side dst_si
 		r = device_to_host(dst, (CUdeviceptr)(uintptr_t)src, n, stream);
 	} else {
 		/* Host to host: the CPU copies; stores into a region are the
-		 * program's own writes. A synchronous copy into a region waits
-		 * for its stream first, as the driver's does. */
-		if (dst_mapped && !src_mapped && !async)
-			r = settle_stream(stream);
-		if (r == CUDA_SUCCESS)
-			memmove(dst, src, n);
+		 * program's own writes. */
+		memmove(dst, src, n);
 	}
 	gpu_hook_depth--;
 	*rc = r;
@@ -224,7 +249,7 @@ bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned e
 	 * those bytes reach the CPU first, then the CPU stores the pattern
 	 * through the program's mapping (its own writes, recorded). */
 	gpu_hook_depth++;
-	CUresult r = settle_stream(stream);
+	CUresult r = gpu_copy_settle(stream);
 	for (size_t y = 0; r == CUDA_SUCCESS && y < height; y++)
 		store_pattern(p + y * pitch, value, elem, width);
 	gpu_hook_depth--;

@@ -13,9 +13,15 @@
  *   (through cuGetProcAddress with version 12080, as a program built
  *   against 12.8 gets them) with a failing operation in the middle: failIdx
  *   names it, and the mapping, pread() and a kernel agree on what m holds.
+ *   Stream order without a host sync between a kernel and a copy: copies
+ *   from m after a kernel that wrote it, copies into m after one (the
+ *   copy's bytes win), the legacy stream's implicit order both ways
+ *   (argument "stream_order": only these).
  * After each step the mapping, pread() and a kernel reading m must show the
  * model of the file.
  */
+#include <dlfcn.h>
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -28,6 +34,13 @@
 		CUresult r_ = (call);                                                        \
 		CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);                 \
 	} while (0)
+
+/* The simulated GPU offers every entry point used here: none may be
+ * skipped there. */
+static int on_simulator(void)
+{
+	return dlsym(RTLD_DEFAULT, "simgpu_stats_get") != NULL;
+}
 
 static int fd;
 static unsigned char *m;	/* the mapped file */
@@ -177,10 +190,10 @@ static void copies_3d(cudaStream_t s)
 	file_is_model(step);
 
 	step = "cuMemcpy3DAsync from m (unified type) right after a kernel on the stream wrote m";
+	device_fill(d, 5);
 	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 4);
 	CUDA_OK(cudaGetLastError());
 	fill(model, 0, NB, 4);
-	device_fill(d, 5);
 	c = box_from_m(CU_MEMORYTYPE_UNIFIED);
 	CU_OK(cuMemcpy3DAsync(&c, (CUstream)s));
 	CUDA_OK(cudaStreamSynchronize(s));
@@ -249,10 +262,10 @@ static void peer_copies_3d(cudaStream_t s)
 	file_is_model(step);
 
 	step = "cuMemcpy3DPeerAsync from m right after a kernel on the stream wrote m";
+	device_fill(d, 11);
 	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 10);
 	CUDA_OK(cudaGetLastError());
 	fill(model, 0, NB, 10);
-	device_fill(d, 11);
 	c = box_from_m(CU_MEMORYTYPE_UNIFIED);
 	p = as_peer(&c, ctx);
 	CU_OK(cuMemcpy3DPeerAsync(&p, (CUstream)s));
@@ -322,7 +335,7 @@ static void batch_3d(cudaStream_t s)
 	ops[2] = op3d(operand(m + tail, 0, 0), operand(d + half, 0, 0), 8 * PAGE, 1, 1,
 		      CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
 	CUresult rc = cuMemcpy3DBatchAsync(3, ops, 0, (CUstream)s);
-	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+	if (rc == CUDA_ERROR_NOT_SUPPORTED && !on_simulator()) {
 		printf("(cuMemcpy3DBatchAsync not supported by this driver: skipped)\n");
 		CUDA_OK(cudaStreamSynchronize(s));
 		return;
@@ -367,10 +380,12 @@ static void batches_12080(cudaStream_t s)
 				       &found);
 	CUresult r3 = cuGetProcAddress("cuMemcpy3DBatchAsync", (void **)&batch3d, 12080,
 				       CU_GET_PROC_ADDRESS_DEFAULT, &found);
-	if (r1 != CUDA_SUCCESS || r3 != CUDA_SUCCESS || !batch1d || !batch3d) {
+	if ((r1 != CUDA_SUCCESS || r3 != CUDA_SUCCESS || !batch1d || !batch3d) && !on_simulator()) {
 		printf("(the 12.8 batch forms are not offered by this driver: skipped)\n");
 		return;
 	}
+	CHECK(r1 == CUDA_SUCCESS && r3 == CUDA_SUCCESS && batch1d && batch3d,
+	      "cuGetProcAddress(12080) of the batch forms returned %d and %d", (int)r1, (int)r3);
 	const size_t half = NB / 2;
 
 	step = "cuMemcpyBatchAsync (12.8) into m, an operation that fails, from m";
@@ -432,7 +447,78 @@ static void batches_12080(cudaStream_t s)
 	device_is(step, d);
 }
 
-int main(void)
+/* Stream order, with no host sync between the kernel and the copy: a
+ * copy from m after a kernel that wrote m carries the kernel's bytes, and
+ * a copy into m lands after them, whatever the form; the legacy stream's
+ * rules order a synchronous copy after a blocking stream's kernel, and a
+ * blocking stream's batch after a legacy-stream kernel. */
+static void stream_order(cudaStream_t s)
+{
+	const size_t half = NB / 2;
+
+	step = "cudaMemcpyAsync m -> d right after a kernel on the stream wrote m";
+	device_fill(d, 25);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 26);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpyAsync(d, m, NB, cudaMemcpyHostToDevice, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, NB, 26);
+	memcpy(want, model, NB);
+	device_is(step, d);
+
+	step = "cudaMemcpyAsync m -> malloc right after a kernel on the stream wrote m";
+	memset(h, 0, NB);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 27);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpyAsync(h, m, NB, cudaMemcpyHostToHost, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, NB, 27);
+	same(step, h, model, NB);
+
+	step = "cudaMemcpyAsync malloc -> m right after a kernel on the stream wrote m (the copy's bytes win)";
+	fill(h, 0, NB, 28);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 29);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpyAsync(m, h, half, cudaMemcpyHostToHost, s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, half, 28);
+	fill(model, half, NB, 29);
+	file_is_model(step);
+
+	step = "cuMemcpyHtoD (legacy stream) from m right after a kernel on a blocking stream wrote m";
+	device_fill(d, 30);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 31);
+	CUDA_OK(cudaGetLastError());
+	CU_OK(cuMemcpyHtoD((CUdeviceptr)d, m, NB));
+	fill(model, 0, NB, 31);
+	memcpy(want, model, NB);
+	device_is(step, d);
+
+	step = "cuMemcpy3DBatchAsync on a blocking stream from m right after a legacy-stream kernel wrote m";
+	device_fill(d, 32);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, 0)(m, 0ull, (unsigned long long)NB, 33);
+	CUDA_OK(cudaGetLastError());
+	CUDA_MEMCPY3D_BATCH_OP op = op3d(operand(m + m_at(0, 0, 0), MPITCH, MROWS), operand(d, DPITCH, DROWS), W,
+					 H, D, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+	CU_OK(cuMemcpy3DBatchAsync(1, &op, 0, (CUstream)s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, NB, 33);
+	want_box_from_model(32);
+	device_is(step, d);
+
+	step = "cuMemcpy3DBatchAsync malloc -> m right after a kernel on the stream wrote m (the copy's bytes win)";
+	fill(h, 0, NB, 34);
+	SIMGPU_LAUNCH(fill_pat, 16, 256, 0, s)(m, 0ull, (unsigned long long)NB, 35);
+	CUDA_OK(cudaGetLastError());
+	op = op3d(operand(h, 0, 0), operand(m, 0, 0), half, 1, 1, CU_MEMCPY_SRC_ACCESS_ORDER_ANY);
+	CU_OK(cuMemcpy3DBatchAsync(1, &op, 0, (CUstream)s));
+	CUDA_OK(cudaStreamSynchronize(s));
+	fill(model, 0, half, 34);
+	fill(model, half, NB, 35);
+	file_is_model(step);
+}
+
+int main(int argc, char **argv)
 {
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
@@ -447,10 +533,15 @@ int main(void)
 	cudaStream_t s;
 	CUDA_OK(cudaStreamCreate(&s));
 
-	copies_3d(s);
-	peer_copies_3d(s);
-	batch_3d(s);
-	batches_12080(s);
+	if (argc > 1 && strcmp(argv[1], "stream_order") == 0) {
+		stream_order(s); /* alone, to see each of its steps fail */
+	} else {
+		copies_3d(s);
+		peer_copies_3d(s);
+		batch_3d(s);
+		batches_12080(s);
+		stream_order(s);
+	}
 
 	CUDA_OK(cudaStreamDestroy(s));
 	CUDA_OK(cudaFree(d));
