@@ -398,11 +398,15 @@ static CUresult row_address(const struct pitched_side *p, size_t y, size_t z, CU
 static CUresult pitched_copy(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
                              size_t height, size_t depth, CUstream s, bool ptds, bool async)
 {
-    if ((height > 1 || depth > 1) &&
-        ((src->pitch && src->pitch < width) || (dst->pitch && dst->pitch < width)))
-        return CUDA_ERROR_INVALID_VALUE;
-    if (depth > 1 && (src->height < height || dst->height < height))
-        return CUDA_ERROR_INVALID_VALUE;
+    /* cuda.h: a pitch, if given, holds the row from x; rows a plane, if
+     * given, hold the rows from y; more than one plane needs them */
+    const struct pitched_side *sides[2] = { src, dst };
+    for (int k = 0; k < 2; k++) {
+        const struct pitched_side *p = sides[k];
+        if ((p->pitch && p->pitch < width + p->x) || (p->height && p->height < height + p->y) ||
+            (depth > 1 && !p->height))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     for (size_t z = 0; z < depth; z++)
         for (size_t y = 0; y < height; y++) {
             CUdeviceptr from, to;
