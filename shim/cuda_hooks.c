@@ -951,9 +951,8 @@ static enum gpu_copy_side side_of(CUmemorytype type)
 					      : GPU_COPY_UNIFIED;
 }
 
-static uintptr_t row_of(const struct pitched_side *p, size_t rows, size_t y, size_t z)
+static uintptr_t row_of(const struct pitched_side *p, size_t y, size_t z)
 {
-	(void)rows;
 	size_t plane = p->pitch * p->height;
 	return p->base + p->x + (p->y + y) * p->pitch + (p->z + z) * plane;
 }
@@ -992,7 +991,7 @@ static CUresult pitched_rows(const struct pitched_side *src, const struct pitche
 		return settled;
 	for (size_t z = 0; z < depth; z++) {
 		for (size_t y = 0; y < rows; y++) {
-			uintptr_t from = row_of(src, rows, y, z), to = row_of(dst, rows, y, z);
+			uintptr_t from = row_of(src, y, z), to = row_of(dst, y, z);
 			CUresult rc;
 			if (!gpu_copy_1d((void *)to, (const void *)from, width, side_of(dst->type),
 					 side_of(src->type), order, true, &rc)) {
