@@ -2,7 +2,7 @@
  * runtime/device.h.
  *
  * Every entry point is the real driver's, resolved at run time from the
- * libcuda.so.1 the program loaded (cuda_real): the shim never links a
+ * libcuda.so.1 the program loaded (cuda_calls.h): the shim never links a
  * driver, and its own calls never pass through its hooks.
  *
  * Two backings of a region's device replica:
@@ -15,7 +15,6 @@
  * Base copies (writable regions) live in ordinary device memory.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,79 +31,12 @@
 
 #define PG GAIA_PAGE
 
-/* Every driver entry point the backend uses: one table. */
-#define DRIVER_FUNCS(X)                                                          \
-	X(ctx_get_current, "cuCtxGetCurrent", PFN_cuCtxGetCurrent_v4000)         \
-	X(ctx_set_current, "cuCtxSetCurrent", PFN_cuCtxSetCurrent_v4000)         \
-	X(ctx_get_device, "cuCtxGetDevice", PFN_cuCtxGetDevice_v2000)            \
-	X(ctx_synchronize, "cuCtxSynchronize", PFN_cuCtxSynchronize_v2000)       \
-	X(device_get, "cuDeviceGet", PFN_cuDeviceGet_v2000)                      \
-	X(primary_retain, "cuDevicePrimaryCtxRetain", PFN_cuDevicePrimaryCtxRetain_v7000) \
-	X(mem_alloc, "cuMemAlloc_v2", PFN_cuMemAlloc_v3020)                      \
-	X(mem_free, "cuMemFree_v2", PFN_cuMemFree_v3020)                         \
-	X(mem_alloc_managed, "cuMemAllocManaged", PFN_cuMemAllocManaged_v6000)   \
-	X(memcpy_htod, "cuMemcpyHtoD_v2", PFN_cuMemcpyHtoD_v3020)                \
-	X(memcpy_dtoh, "cuMemcpyDtoH_v2", PFN_cuMemcpyDtoH_v3020)                \
-	X(memcpy_dtod, "cuMemcpyDtoD_v2", PFN_cuMemcpyDtoD_v3020)                \
-	X(memset_d8, "cuMemsetD8_v2", PFN_cuMemsetD8_v3020)                      \
-	X(prefetch, "cuMemPrefetchAsync_v2", PFN_cuMemPrefetchAsync_v12020)      \
-	X(stream_synchronize, "cuStreamSynchronize", PFN_cuStreamSynchronize_v2000) \
-	X(stream_create, "cuStreamCreate", PFN_cuStreamCreate_v2000)             \
-	X(stream_query, "cuStreamQuery", PFN_cuStreamQuery_v2000)                \
-	X(memcpy_htod_async, "cuMemcpyHtoDAsync_v2", PFN_cuMemcpyHtoDAsync_v3020) \
-	X(memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", PFN_cuMemcpyDtoHAsync_v3020) \
-	X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", PFN_cuMemcpyDtoDAsync_v3020) \
-	X(granularity, "cuMemGetAllocationGranularity", PFN_cuMemGetAllocationGranularity_v10020) \
-	X(address_reserve, "cuMemAddressReserve", PFN_cuMemAddressReserve_v10020) \
-	X(address_free, "cuMemAddressFree", PFN_cuMemAddressFree_v10020)         \
-	X(mem_create, "cuMemCreate", PFN_cuMemCreate_v10020)                     \
-	X(mem_release, "cuMemRelease", PFN_cuMemRelease_v10020)                  \
-	X(mem_map, "cuMemMap", PFN_cuMemMap_v10020)                              \
-	X(mem_unmap, "cuMemUnmap", PFN_cuMemUnmap_v10020)                        \
-	X(set_access, "cuMemSetAccess", PFN_cuMemSetAccess_v10020)               \
-	X(module_load_data, "cuModuleLoadData", PFN_cuModuleLoadData_v2000)      \
-	X(module_get_function, "cuModuleGetFunction", PFN_cuModuleGetFunction_v2000) \
-	X(launch_kernel, "cuLaunchKernel", PFN_cuLaunchKernel_v4000)             \
-	X(func_param_info, "cuFuncGetParamInfo", PFN_cuFuncGetParamInfo_v12040)  \
-	X(kernel_param_info, "cuKernelGetParamInfo", PFN_cuKernelGetParamInfo_v12040) \
-	X(func_load, "cuFuncLoad", PFN_cuFuncLoad_v12040)                        \
-	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000)               \
-	X(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", PFN_cuThreadExchangeStreamCaptureMode_v10010)
-
-static struct driver {
-#define DRIVER_FIELD(field, name, type) type field;
-	DRIVER_FUNCS(DRIVER_FIELD)
-#undef DRIVER_FIELD
-	bool resolved, usable;
-} drv;
-static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
-
-static void resolve_driver(void)
-{
-	bool all = true;
-#define DRIVER_RESOLVE(field, name, type)       \
-	drv.field = (type)cuda_real(name);      \
-	if (!drv.field) {                       \
-		gaia_debug("driver lacks %s", name); \
-		all = false;                    \
-	}
-	DRIVER_FUNCS(DRIVER_RESOLVE)
-#undef DRIVER_RESOLVE
-	drv.resolved = true;
-	/* The VMM calls and cuFuncGetParamInfo are needed only by one
-	 * backing each; the core ones by everything. */
-	drv.usable = drv.ctx_get_current && drv.ctx_set_current && drv.ctx_get_device &&
-		     drv.ctx_synchronize && drv.mem_alloc && drv.mem_free && drv.memcpy_htod &&
-		     drv.memcpy_dtoh && drv.memcpy_dtod && drv.memset_d8;
-	if (!all)
-		gaia_debug("some driver entry points are missing; the backings that need them "
-			   "are not used");
-}
+/* The table of what the shim calls (cuda_calls.h), resolved on first use. */
+#define drv (*cuda_calls())
 
 bool cuda_backend_ready(void)
 {
-	pthread_once(&drv_once, resolve_driver);
-	return drv.usable;
+	return cuda_calls_core();
 }
 
 const char *cuda_error_name(CUresult rc)
@@ -904,7 +836,7 @@ void cuda_replica_prefetch(struct cuda_replica *r)
 
 void cuda_replica_destroy(struct cuda_replica *r)
 {
-	if (!drv.resolved)
+	if (!cuda_backend_ready())
 		return;
 	struct ctx_switch c = enter_ctx(r);
 	/* Its commits may still be queued on the shim's stream. */
@@ -928,22 +860,6 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The runtime's parameter query, from the libcudart the program loaded
- * (a runtime-API launch names a host stub, not a driver function). */
-static int (*runtime_info)(const void *, size_t, size_t *, size_t *);
-static int (*runtime_peek_error)(void), (*runtime_get_error)(void);
-static pthread_once_t runtime_info_once = PTHREAD_ONCE_INIT;
-
-static void resolve_runtime_info(void)
-{
-	runtime_info = (int (*)(const void *, size_t, size_t *, size_t *))dlsym(
-		RTLD_DEFAULT, "cudaFuncGetParamInfo");
-	runtime_peek_error = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
-	runtime_get_error = (int (*)(void))dlsym(RTLD_DEFAULT, "cudaGetLastError");
-	if (!runtime_peek_error || !runtime_get_error)
-		runtime_info = NULL; /* could not keep the program's last error clean */
-}
-
 int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, size_t *offset,
 		    size_t *size)
 {
@@ -964,19 +880,22 @@ int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, siz
 		return rc == CUDA_SUCCESS ? 0 : rc == CUDA_ERROR_INVALID_VALUE ? -ENOENT : -EIO;
 	}
 	if (kind == GPU_FUNC_RUNTIME) {
-		pthread_once(&runtime_info_once, resolve_runtime_info);
-		if (!runtime_info)
+		/* From the libcudart the program loaded, wherever (a runtime-API
+		 * launch names a host stub, not a driver function); without a way
+		 * to keep the program's last error clean, not asked. */
+		const struct cuda_calls *rt = cuda_runtime_calls();
+		if (!rt->rt_func_param_info || !rt->rt_peek_error || !rt->rt_get_error)
 			return -ENOTSUP;
 		/* Asking past the last parameter is an error the runtime records
 		 * as the program's last error: clear it, unless the program had
 		 * one pending already. */
-		bool clean = runtime_peek_error() == 0;
-		int rc = runtime_info(func, index, offset, size);
-		if (rc == 0)
+		bool clean = rt->rt_peek_error() == cudaSuccess;
+		cudaError_t rc = rt->rt_func_param_info(func, index, offset, size);
+		if (rc == cudaSuccess)
 			return 0;
 		if (clean)
-			runtime_get_error();
-		return rc == 1 /* cudaErrorInvalidValue */ ? -ENOENT : -EIO;
+			rt->rt_get_error();
+		return rc == cudaErrorInvalidValue ? -ENOENT : -EIO;
 	}
 	return -ENOTSUP;
 }

@@ -56,41 +56,10 @@ struct hook {
 static struct hook hooks[HOOK_COUNT];
 
 /* ------------------------------------------------------------------ */
-/* The real dlsym, and the dlsym hook proper                          */
+/* The dlsym hook proper                                              */
 
-/* Shared with dlsym_entry.S: the real dlsym once known (read on every
- * pseudo-handle lookup), its resolver, and the real-handle path. */
-GAIA_HIDDEN extern void *gaia_dlsym_real;
-GAIA_HIDDEN void *gaia_dlsym_resolve(void);
+/* Called from dlsym_entry.S for a real handle. */
 GAIA_HIDDEN void *gaia_dlsym_handle(void *handle, const char *name);
-
-void *gaia_dlsym_real;
-
-typedef void *(*dlsym_fn)(void *, const char *);
-
-/* The dlsym that follows the shim (libc's, or the next interposer's).
- * Called from here with a real handle or from dlsym_entry.S on first use;
- * racing first calls compute and publish the same address. */
-GAIA_HIDDEN GAIA_NO_SANITIZE void *gaia_dlsym_resolve(void)
-{
-	void *p = __atomic_load_n(&gaia_dlsym_real, __ATOMIC_ACQUIRE);
-
-	if (p)
-		return p;
-	p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	if (p)
-		__atomic_store_n(&gaia_dlsym_real, p, __ATOMIC_RELEASE);
-	return p;
-}
-
-static GAIA_NO_SANITIZE void *real_dlsym(void *handle, const char *name)
-{
-	dlsym_fn fn = (dlsym_fn)gaia_dlsym_resolve();
-
-	return fn ? fn(handle, name) : NULL;
-}
 
 /* The driver row whose ABI name is `name`, or -1. */
 static GAIA_NO_SANITIZE int hook_by_abi(const char *name)
@@ -128,7 +97,7 @@ static void hook_remember(int id, void *real)
  * wrapper, which remembers what it stands in front of. */
 GAIA_HIDDEN GAIA_NO_SANITIZE void *gaia_dlsym_handle(void *handle, const char *name)
 {
-	void *p = real_dlsym(handle, name);
+	void *p = cuda_loader_dlsym(handle, name);
 	int id;
 
 	if (!p || !name)
@@ -143,114 +112,6 @@ GAIA_HIDDEN GAIA_NO_SANITIZE void *gaia_dlsym_handle(void *handle, const char *n
 /* ------------------------------------------------------------------ */
 /* Real entry points by ABI name                                      */
 
-static void *libcuda_handle;
-
-/* The real libcuda.so.1 if the process has loaded it (by soname, whatever
- * path it came from); never loads it. */
-static void *libcuda(void)
-{
-	void *h = __atomic_load_n(&libcuda_handle, __ATOMIC_ACQUIRE);
-
-	if (h)
-		return h;
-	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (h)
-		__atomic_store_n(&libcuda_handle, h, __ATOMIC_RELEASE);
-	return h;
-}
-
-/* cuda_real's cache: open addressing on the name, filled under a lock,
- * read without one (an entry's name is written before its pointer is
- * published). A name that does not fit, or a full table, is looked up
- * every time; NULL is never cached (the driver may be loaded later). */
-#define REAL_CACHE_SLOTS 256
-#define REAL_CACHE_NAME 64
-static struct {
-	char name[REAL_CACHE_NAME];
-	void *fn;
-} real_cache[REAL_CACHE_SLOTS];
-static pthread_mutex_t real_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static unsigned name_hash(const char *s)
-{
-	unsigned h = 2166136261u; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-void *cuda_real(const char *abi_name)
-{
-	size_t len = strlen(abi_name);
-	unsigned slot = name_hash(abi_name) % REAL_CACHE_SLOTS;
-	void *h, *fn;
-
-	if (len >= REAL_CACHE_NAME)
-		return (h = libcuda()) ? real_dlsym(h, abi_name) : NULL;
-	for (unsigned n = 0; n < REAL_CACHE_SLOTS; n++, slot = (slot + 1) % REAL_CACHE_SLOTS) {
-		fn = __atomic_load_n(&real_cache[slot].fn, __ATOMIC_ACQUIRE);
-		if (!fn)
-			break;
-		if (strcmp(real_cache[slot].name, abi_name) == 0)
-			return fn;
-	}
-	h = libcuda();
-	fn = h ? real_dlsym(h, abi_name) : NULL;
-	if (!fn)
-		return NULL;
-	pthread_mutex_lock(&real_cache_lock);
-	slot = name_hash(abi_name) % REAL_CACHE_SLOTS;
-	for (unsigned n = 0; n < REAL_CACHE_SLOTS; n++, slot = (slot + 1) % REAL_CACHE_SLOTS) {
-		if (!real_cache[slot].fn) {
-			memcpy(real_cache[slot].name, abi_name, len + 1);
-			__atomic_store_n(&real_cache[slot].fn, fn, __ATOMIC_RELEASE);
-			break;
-		}
-		if (strcmp(real_cache[slot].name, abi_name) == 0)
-			break; /* another thread got here first */
-	}
-	pthread_mutex_unlock(&real_cache_lock);
-	return fn;
-}
-
-/* The runtime-API function after the shim: RTLD_NEXT when libcudart is in
- * the global scope (linked by the program); else a libcudart.so* loaded
- * into a local scope (a dlopened library's dependency), found by name.
- * The path is copied out and opened after dl_iterate_phdr returns: it
- * holds a loader lock that dlopen would take in the other order. */
-struct cudart_path {
-	char path[4096];
-	bool found;
-};
-
-static int find_libcudart(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct cudart_path *out = arg;
-	const char *base = strrchr(info->dlpi_name, '/');
-	size_t len = strlen(info->dlpi_name);
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (strncmp(base, "libcudart.so", 12) != 0 || len >= sizeof(out->path))
-		return 0;
-	memcpy(out->path, info->dlpi_name, len + 1);
-	out->found = true;
-	return 1;
-}
-
-static void *runtime_real(const char *abi_name)
-{
-	void *fn = dlsym(RTLD_NEXT, abi_name), *h;
-	struct cudart_path cudart = {.found = false};
-
-	if (fn)
-		return fn;
-	dl_iterate_phdr(find_libcudart, &cudart);
-	h = cudart.found ? dlopen(cudart.path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-	return h ? real_dlsym(h, abi_name) : NULL;
-}
-
 /* The real function behind row `id`: what was substituted, else looked
  * up by its ABI name. NULL when the library is not loaded. */
 void *hook_real(enum hook_id id)
@@ -259,7 +120,7 @@ void *hook_real(enum hook_id id)
 
 	if (p)
 		return p;
-	p = hooks[id].lib == DRV ? cuda_real(hooks[id].abi) : runtime_real(hooks[id].abi);
+	p = hooks[id].lib == DRV ? cuda_real(hooks[id].abi) : cuda_runtime_real(hooks[id].abi);
 	if (p)
 		hook_remember(id, p);
 	return p;
@@ -415,7 +276,7 @@ static void init_driver_early(void)
 	CUresult rc = cuInit(0);
 	if (rc != CUDA_SUCCESS) {
 		const char *name = NULL;
-		__typeof__(&cuGetErrorName) err_name = (__typeof__(&cuGetErrorName))cuda_real("cuGetErrorName");
+		__typeof__(&cuGetErrorName) err_name = cuda_calls()->error_name;
 		if (!err_name || err_name(rc, &name) != CUDA_SUCCESS)
 			name = NULL;
 		gaia_warn("cuInit (the shim's, before placing the first managed mapping) failed: %s (%d); "
@@ -667,7 +528,7 @@ GAIA_EXPORT CUresult CUDAAPI cuEventQuery(CUevent hEvent)
  * device/managed memory): pageable. Asked of the real driver. */
 static bool is_pageable(const void *p)
 {
-	PFN_cuPointerGetAttribute_v4000 get = (PFN_cuPointerGetAttribute_v4000)cuda_real("cuPointerGetAttribute");
+	PFN_cuPointerGetAttribute_v4000 get = cuda_calls()->pointer_attribute;
 	unsigned int type = 0;
 
 	return !get || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS;
@@ -675,7 +536,7 @@ static bool is_pageable(const void *p)
 
 static bool is_device(const void *p)
 {
-	PFN_cuPointerGetAttribute_v4000 get = (PFN_cuPointerGetAttribute_v4000)cuda_real("cuPointerGetAttribute");
+	PFN_cuPointerGetAttribute_v4000 get = cuda_calls()->pointer_attribute;
 	unsigned int type = 0;
 
 	return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
@@ -1143,8 +1004,8 @@ static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, b
 	bool src_host = pitched_host_side(d.srcMemoryType, d.srcHost, d.srcDevice, d.srcXInBytes, d.srcY, d.srcZ,
 					  d.srcPitch, d.srcHeight, d.WidthInBytes, d.Height, d.Depth);
 	CUcontext ctx = src_host ? c->dstContext : c->srcContext, prev = NULL;
-	PFN_cuCtxPushCurrent_v4000 push = CUDA_REAL(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
-	PFN_cuCtxPopCurrent_v4000 pop = CUDA_REAL(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+	PFN_cuCtxPushCurrent_v4000 push = cuda_calls()->ctx_push;
+	PFN_cuCtxPopCurrent_v4000 pop = cuda_calls()->ctx_pop;
 	bool pushed = push && pop && push(ctx) == CUDA_SUCCESS;
 	CUresult rc = copy3d_rows(&d, stream, async, per_thread, call);
 	if (pushed)
@@ -1189,8 +1050,7 @@ static CUresult batch3d_real_call(const struct batch3d_real *r, size_t n, CUDA_M
  * operand copied to or from it); 16, the largest, when unknown. */
 static size_t array_element_bytes(CUarray array)
 {
-	CUresult(CUDAAPI * get)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray) =
-		(CUresult(CUDAAPI *)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray))cuda_real("cuArray3DGetDescriptor_v2");
+	gaia_array3d_descriptor_fn get = cuda_calls()->array3d_descriptor;
 	CUDA_ARRAY3D_DESCRIPTOR d;
 	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels)
 		return 16;

@@ -80,7 +80,7 @@ MEMSET_WIDTH(32, unsigned int, 4)
 
 static CUresult check_device(int device)
 {
-	PFN_cuDeviceGetCount_v2000 count = CUDA_REAL(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000);
+	PFN_cuDeviceGetCount_v2000 count = cuda_calls()->device_get_count;
 	int n = 0;
 	CUresult rc = count ? count(&n) : CUDA_ERROR_NOT_INITIALIZED;
 	if (rc != CUDA_SUCCESS)
@@ -176,8 +176,8 @@ static bool peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontex
 	if (!n || (!src_mapped && !gpu_is_mapped_host((const void *)(uintptr_t)dst, n)))
 		return false;
 	CUcontext ctx = src_mapped ? dctx : sctx, prev = NULL;
-	PFN_cuCtxPushCurrent_v4000 push = CUDA_REAL(cuCtxPushCurrent_v2, PFN_cuCtxPushCurrent_v4000);
-	PFN_cuCtxPopCurrent_v4000 pop = CUDA_REAL(cuCtxPopCurrent_v2, PFN_cuCtxPopCurrent_v4000);
+	PFN_cuCtxPushCurrent_v4000 push = cuda_calls()->ctx_push;
+	PFN_cuCtxPopCurrent_v4000 pop = cuda_calls()->ctx_pop;
 	if (!ctx) {
 		*rc = CUDA_ERROR_INVALID_CONTEXT;
 		return true;

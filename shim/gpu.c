@@ -3,7 +3,6 @@
  * into, and the argument copies a managed-backed region needs.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -284,8 +283,8 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	if (L->device < 0 && L->kind == GPU_FUNC_RUNTIME) {
 		/* The runtime creates its context lazily, inside this very
 		 * launch: have it do so now (cudaFree(NULL) does only that). */
-		int (*runtime_free)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "cudaFree");
-		if (runtime_free && runtime_free(NULL) == 0)
+		gaia_rt_free_fn runtime_free = cuda_runtime_calls()->rt_free;
+		if (runtime_free && runtime_free(NULL) == cudaSuccess)
 			L->device = cuda_current_device();
 	}
 	struct param_layout layout = {0};
@@ -402,7 +401,7 @@ static void wait_launched_work(int dev)
 		cuda_synchronize();
 		return;
 	}
-	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+	PFN_cuStreamSynchronize_v2000 sync = cuda_calls()->stream_synchronize;
 	pid_t self = gettid();
 	for (unsigned i = 0; i < launched[dev].n; i++) {
 		const struct launched_stream *l = &launched[dev].s[i];
@@ -422,7 +421,7 @@ static void wait_launched_work(int dev)
  * the whole device, as before a full release. */
 static bool kernels_still_running(int dev)
 {
-	PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+	PFN_cuStreamQuery_v2000 query = cuda_calls()->stream_query;
 	pid_t self = gettid();
 	bool ask = query && !launched[dev].unknown;
 	for (unsigned i = 0; ask && i < launched[dev].n; i++)

@@ -16,18 +16,10 @@
 
 #include <cuda.h>
 
+#include "cuda_calls.h"
 #include "shim.h"
 
-/* --- the real driver (cuda_hooks.c) --- */
-
-/* The real libcuda.so.1 entry point with this ABI name ("cuMemcpyHtoD_v2",
- * "cuLaunchKernel_ptsz"), never one of the shim's wrappers; NULL when no
- * driver is loaded or it lacks the name. Cached per name; thread-safe. */
-GAIA_HIDDEN void *cuda_real(const char *abi_name);
-
-/* The typed form: CUDA_REAL(cuCtxGetDevice) is a PFN_cuCtxGetDevice_v2000
- * or NULL. */
-#define CUDA_REAL(fn, pfn_type) ((pfn_type)cuda_real(#fn))
+/* --- the real driver and runtime: cuda_calls.h (cuda_loader.c) --- */
 
 /* True while the calling thread is inside one of the shim's CUDA calls or
  * a hook: nested hooks forward without acting (a runtime-API hook whose

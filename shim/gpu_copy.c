@@ -38,7 +38,7 @@
 
 static bool is_device_memory(const void *p)
 {
-	PFN_cuPointerGetAttribute_v4000 get = CUDA_REAL(cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000);
+	PFN_cuPointerGetAttribute_v4000 get = cuda_calls()->pointer_attribute;
 	unsigned int type = 0;
 	return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
 	       (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY);
@@ -58,15 +58,15 @@ bool gpu_is_mapped_host(const void *p, size_t n)
  * own queue. */
 CUresult gpu_copy_settle(CUstream stream)
 {
-	PFN_cuEventCreate_v2000 create = CUDA_REAL(cuEventCreate, PFN_cuEventCreate_v2000);
-	PFN_cuEventRecord_v2000 record = CUDA_REAL(cuEventRecord, PFN_cuEventRecord_v2000);
-	PFN_cuEventSynchronize_v2000 sync = CUDA_REAL(cuEventSynchronize, PFN_cuEventSynchronize_v2000);
-	PFN_cuEventDestroy_v4000 destroy = CUDA_REAL(cuEventDestroy_v2, PFN_cuEventDestroy_v4000);
+	PFN_cuEventCreate_v2000 create = cuda_calls()->event_create;
+	PFN_cuEventRecord_v2000 record = cuda_calls()->event_record;
+	PFN_cuEventSynchronize_v2000 sync = cuda_calls()->event_synchronize;
+	PFN_cuEventDestroy_v4000 destroy = cuda_calls()->event_destroy;
 	if (!create || !record || !sync || !destroy)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	/* A capturing stream runs nothing now: the copy is refused there
 	 * (refused_by_capture), nothing to wait for. */
-	PFN_cuStreamIsCapturing_v10000 capturing = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	PFN_cuStreamIsCapturing_v10000 capturing = cuda_calls()->stream_is_capturing;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	if (capturing && (capturing(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE))
 		return CUDA_SUCCESS;
@@ -85,7 +85,7 @@ CUresult gpu_copy_settle(CUstream stream)
 
 static CUresult host_to_device(CUdeviceptr dst, const uint8_t *src, size_t n, CUstream stream)
 {
-	PFN_cuMemcpyHtoDAsync_v3020 copy = CUDA_REAL(cuMemcpyHtoDAsync_v2, PFN_cuMemcpyHtoDAsync_v3020);
+	PFN_cuMemcpyHtoDAsync_v3020 copy = cuda_calls()->memcpy_htod_async;
 	if (!copy)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	uint8_t *bounce = malloc(n < BOUNCE_BYTES ? n : BOUNCE_BYTES);
@@ -106,8 +106,8 @@ static CUresult host_to_device(CUdeviceptr dst, const uint8_t *src, size_t n, CU
 
 static CUresult device_to_host(uint8_t *dst, CUdeviceptr src, size_t n, CUstream stream)
 {
-	PFN_cuMemcpyDtoHAsync_v3020 copy = CUDA_REAL(cuMemcpyDtoHAsync_v2, PFN_cuMemcpyDtoHAsync_v3020);
-	PFN_cuStreamSynchronize_v2000 sync = CUDA_REAL(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000);
+	PFN_cuMemcpyDtoHAsync_v3020 copy = cuda_calls()->memcpy_dtoh_async;
+	PFN_cuStreamSynchronize_v2000 sync = cuda_calls()->stream_synchronize;
 	if (!copy || !sync)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	uint8_t *bounce = malloc(n < BOUNCE_BYTES ? n : BOUNCE_BYTES);
@@ -138,7 +138,7 @@ static CUresult device_to_host(uint8_t *dst, CUdeviceptr src, size_t n, CUstream
  * blocking stream captures: the driver's own answer. */
 static bool refused_by_capture(CUstream stream, size_t n, bool to_mapping, CUresult *rc)
 {
-	PFN_cuStreamIsCapturing_v10000 is = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	PFN_cuStreamIsCapturing_v10000 is = cuda_calls()->stream_is_capturing;
 	if (!is)
 		return false;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -146,7 +146,7 @@ static bool refused_by_capture(CUstream stream, size_t n, bool to_mapping, CUres
 	if (r == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_NONE)
 		return false;
 	if (r == CUDA_SUCCESS) {
-		PFN_cuStreamQuery_v2000 query = CUDA_REAL(cuStreamQuery, PFN_cuStreamQuery_v2000);
+		PFN_cuStreamQuery_v2000 query = cuda_calls()->stream_query;
 		if (query)
 			(void)query(stream);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -259,7 +259,7 @@ bool gpu_memset_mapped(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned e
 
 CUresult gpu_prefetch_mapped(CUdeviceptr ptr, size_t n, int device, CUstream stream)
 {
-	PFN_cuStreamIsCapturing_v10000 capturing = CUDA_REAL(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000);
+	PFN_cuStreamIsCapturing_v10000 capturing = cuda_calls()->stream_is_capturing;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	if (capturing && capturing(stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
 		return CUDA_SUCCESS; /* a hint: a graph's launch acquires when it runs */

@@ -150,13 +150,19 @@ done
 # vmm's same-address replica (tests/programs/CMakeLists.txt): not run with
 # managed. oom_launch needs a device smaller than its file (a 32 MiB
 # simulated one; on a real GPU it skips itself).
+# A NAME_lib.cu is a plugin (libNAME_lib.so): program NAME (NAME.c) loads it
+# with dlopen(RTLD_LOCAL).
 for src in "$source"/tests/programs/*.cu; do
 	p=$(basename "$src" .cu)
+	args=()
+	case $p in
+	*_lib) args=("$programs/lib$p.so") p=${p%_lib} ;;
+	esac
 	for b in "${backings[@]}"; do
 		case $p:$b in ptr_array:managed | ptr_in_file:managed | odd_sizes:managed | map_before_init:managed) continue ;; esac
 		extra=()
 		[[ $p == oom_launch ]] && extra=(SIMGPU_MEM_MB=32)
-		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p"
+		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p" "${args[@]}"
 	done
 done
 # spin_streams' modes: the CPU writes while a kernel spins, then a launch on
