@@ -23,6 +23,7 @@
 
 #include "backend_cuda.h"
 #include "gpu_mapping.h"
+#include "lrc_proto.h"
 #include "mapping_internal.h"
 #include "stats.h"
 
@@ -31,7 +32,7 @@
 /* The backing GAIA_BACKING=auto chose (probed once), and per device
  * whether kernels may still run (launched since the last full sync). */
 static int chosen_backing = -1;
-static bool device_busy[TSVT_MAX_DEVICES];
+static struct lrc_devices devices;
 
 static uint64_t now_ns(void)
 {
@@ -163,7 +164,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	return 0;
 }
 
-static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot);
+static const struct lrc_host host;
 
 bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 {
@@ -181,7 +182,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && m->engine.epoch_open[d]) {
 			cuda_replica_synchronize(m->replicas[d]);
-			device_release_locked(m, d, false);
+			(void)lrc_proto_release(&host, m, d, false);
 		}
 	}
 	/* The driver replaces the host side of a vmm span when it unmaps it:
@@ -230,8 +231,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		m->replicas[d] = NULL;
 		m->exec.replica[d] = NULL;
 		device_exec_forget(&m->exec, d);
-		lrc_device_forget(&m->engine, d, &m->plan);
-		mapping_run_plan_locked(m);
+		lrc_proto_forget(&host, m, d);
 	}
 	if (vmm) {
 		for (size_t i = 0; moved && seal && i < live->count; i++)
@@ -309,24 +309,6 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
 	return (kinds & LRC_MOVES_REBASE) &&
 	       (m->exec.prot[dev].count || m->exec.no_load ||
 		!cuda_replica_rebases_in_place(m->replicas[dev], rebase_pages));
-}
-
-/* The kinds of a plan's actions that change device bytes, and the pages
- * and runs it rebases. */
-static unsigned plan_moves(const struct lrc_plan *plan, struct lrc_rebase_extent *e)
-{
-	unsigned kinds = 0;
-	*e = (struct lrc_rebase_extent){0, 0};
-	for (size_t i = 0; i < plan->count; i++) {
-		if (plan->items[i].kind == LRC_UPLOAD) {
-			kinds |= LRC_MOVES_UPLOAD;
-		} else if (plan->items[i].kind == LRC_REBASE) {
-			kinds |= LRC_MOVES_REBASE;
-			e->pages += plan->items[i].npages;
-			e->runs++;
-		}
-	}
-	return kinds;
 }
 
 /* A launch that waits for the kernels launched earlier on its device never
@@ -445,9 +427,9 @@ static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
 /* GAIA_RUNNING_KERNELS=shared, after rebases queued while kernels run: the
  * launch goes on once the rebase kernel ran, which needs room on the
  * device next to them. */
-static void wait_for_running_rebases(int dev, const char *path)
+static int wait_for_running_rebases(int dev, const char *path)
 {
-	watched_wait(WAIT_RUNNING_REBASE, cuda_shim_settle,
+	return watched_wait(WAIT_RUNNING_REBASE, cuda_shim_settle,
 		     "a kernel launch on device %d has waited %d s for the shim's rebase of %s "
 		     "(GAIA_RUNNING_KERNELS=shared): the kernels running there leave no room for it on "
 		     "the device. If one of them waits for the host to act after this launch, it never "
@@ -455,134 +437,208 @@ static void wait_for_running_rebases(int dev, const char *path)
 		     dev, LAUNCH_WAIT_NOTE_S, path);
 }
 
+/* --- the protocol's host (runtime/lrc_proto.h): the mappings, under
+ * mapping_lock --- */
+
+/* What one launch or sync passes to the callbacks. */
+struct host_call {
+	const uint64_t *values;
+	size_t nvalues;
+	bool all;
+	struct gpu_translation *out;
+	size_t nout, out_capacity;
+	bool isolated;
+	uint64_t rebased_pages; /* rebased while kernels ran (GAIA_RUNNING_KERNELS=shared) */
+};
+
+static void host_lock(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&mapping_lock);
+}
+
+static void host_unlock(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_unlock(&mapping_lock);
+}
+
+static void *host_next(void *ctx, void *prev)
+{
+	(void)ctx;
+	return prev ? ((struct gaia_mapping *)prev)->next : mappings;
+}
+
+static struct lrc_region *host_engine(void *region)
+{
+	return &((struct gaia_mapping *)region)->engine;
+}
+
+static struct lrc_plan *host_plan(void *region)
+{
+	return &((struct gaia_mapping *)region)->plan;
+}
+
+static const char *host_name(void *region)
+{
+	return ((struct gaia_mapping *)region)->path;
+}
+
+static bool host_holds(void *region, int dev)
+{
+	return ((struct gaia_mapping *)region)->replicas[dev] != NULL;
+}
+
+static enum lrc_want host_wants(void *ctx, void *region)
+{
+	const struct host_call *c = ctx;
+	if (points_into(region, c->values, c->nvalues))
+		return LRC_WANT_NEEDED;
+	return c->all ? LRC_WANT_ACQUIRE : LRC_WANT_NOT;
+}
+
+/* The CPU's release first (its writes become versions), and what other
+ * processes published: the device must see both. */
+static void host_learn(void *region)
+{
+	mapping_collect_locked(region);
+	mapping_acquire_locked(region);
+}
+
+static int host_ensure_replica(void *region, int dev)
+{
+	return ensure_replica(region, dev);
+}
+
+static bool host_needs_idle(void *region, int dev, unsigned kinds, uint64_t rebase_pages)
+{
+	return moves_need_idle_device(region, dev, kinds, rebase_pages);
+}
+
+static int host_run_plan(void *region, int dev, enum lrc_run why)
+{
+	struct gaia_mapping *m = region;
+	uint64_t count[LRC_FREE + 1] = {0};
+	(void)dev;
+	for (size_t i = 0; i < m->plan.count; i++)
+		count[m->plan.items[i].kind] += m->plan.items[i].npages;
+	if (why == LRC_RUN_LAUNCH || why == LRC_RUN_DIFF)
+		m->exec.valid_pages = file_valid_pages(m);
+	if (why == LRC_RUN_LAUNCH) {
+		populate_uploads(m);
+		stats_add(GAIA_STAT_cpu_dirty_pages, count[LRC_PUBLISH]);
+	}
+	if (why == LRC_RUN_RELEASE)
+		stats_add(GAIA_STAT_device_dirty_pages, count[LRC_MERGE_TO_CPU]);
+	return mapping_run_plan_locked(m);
+}
+
+static void host_wait_device(void *ctx, int dev, const char *region_name)
+{
+	const struct host_call *c = ctx;
+	wait_for_earlier_kernels(dev, region_name, c->isolated);
+}
+
+static void host_launched(void *ctx, void *region, int dev, int moved)
+{
+	struct host_call *c = ctx;
+	struct gaia_mapping *m = region;
+	struct cuda_replica *r = m->replicas[dev];
+	if (moved)
+		gaia_error("uploading %s to device %d failed: %s; the launch is refused", m->path, dev,
+			   strerror(-moved));
+	if (m->exec.uploaded_pages != m->uploaded_seen) {
+		m->uploaded_seen = m->exec.uploaded_pages;
+		cuda_replica_prefetch(r);
+	}
+	if (r->backing != GAIA_BACKING_MANAGED)
+		return;
+	/* A launch that started over meets a region again: one entry each. */
+	for (size_t i = 0; i < c->nout; i++) {
+		if (c->out[i].start == m->start) {
+			c->out[i] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
+			return;
+		}
+	}
+	if (c->nout < c->out_capacity)
+		c->out[c->nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
+}
+
+static void host_released(void *ctx, void *region, int dev, int rc, int moved)
+{
+	struct gaia_mapping *m = region;
+	(void)ctx;
+	if (rc && rc != -EAGAIN)
+		gaia_error("release of %s by device %d failed: %s", m->path, dev, strerror(-rc));
+	else if (moved)
+		gaia_error("a sync could not bring the changes of device %d to %s: %s; the sync "
+			   "reports an error, and the next sync tries again",
+			   dev, m->path, strerror(-moved));
+	if (rc == -EAGAIN)
+		return;
+	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - m->merged_seen);
+	stats_add(GAIA_STAT_conflict_bytes, m->exec.conflict_bytes - m->conflicts_seen);
+	if ((m->flags & MAP_TYPE) != MAP_PRIVATE)
+		stats_add(GAIA_STAT_writeback_pages, m->exec.merged_pages - m->merged_seen);
+	m->merged_seen = m->exec.merged_pages;
+	m->conflicts_seen = m->exec.conflict_bytes;
+	stats_add(GAIA_STAT_releases, 1);
+}
+
+static int host_settle(void *ctx, int dev, const char *rebased_name)
+{
+	(void)ctx;
+	if (!rebased_name)
+		return cuda_shim_settle();
+	stats_add(GAIA_STAT_running_rebases, 1);
+	return wait_for_running_rebases(dev, rebased_name);
+}
+
+static const struct lrc_host host = {
+	.lock = host_lock,
+	.unlock = host_unlock,
+	.next = host_next,
+	.engine = host_engine,
+	.plan = host_plan,
+	.name = host_name,
+	.holds = host_holds,
+	.wants = host_wants,
+	.learn = host_learn,
+	.ensure_replica = host_ensure_replica,
+	.needs_idle = host_needs_idle,
+	.run_plan = host_run_plan,
+	.wait_device = host_wait_device,
+	.launched = host_launched,
+	.released = host_released,
+	.settle = host_settle,
+};
+
+/* The host with this call's context. */
+static struct lrc_host host_for(struct host_call *c)
+{
+	struct lrc_host h = host;
+	h.ctx = c;
+	return h;
+}
+
 int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 			struct gpu_translation *out, size_t out_capacity)
 {
-	size_t nout = 0;
-	int failed = 0;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !cuda_backend_ready())
 		return 0;
 	uint64_t t0 = now_ns();
-	pthread_mutex_lock(&mapping_lock);
-	/* Kernels launched earlier may still run on the device. When this
-	 * launch would replace bytes they may be writing
-	 * (moves_need_idle_device), it waits for them first, without the
-	 * mapping lock (munmap, msync and writes to managed files go on
-	 * meanwhile), and looks again. The caller holds the launch window, so
-	 * no kernel starts on any device in between. */
-	bool moves = false, collected = false, rebased_running = false;
-	bool isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED;
-	char path[512] = "", rebased_path[512] = "";
-	if (device_busy[dev]) {
-		/* A rebase on the device while kernels run happens at most once
-		 * per launch, as one upload and one kernel: a second one's
-		 * upload, on the shim's stream, would wait for the first
-		 * kernel, which may find no room on the device. */
-		uint64_t runs = 0;
-		for (struct gaia_mapping *m = mappings; m; m = m->next) {
-			if (!m->replicas[dev])
-				continue; /* a new replica: no kernel reads it yet */
-			/* The CPU's writes and what other processes changed: both
-			 * are what the launch will move. */
-			mapping_collect_locked(m);
-			mapping_acquire_locked(m);
-			struct lrc_rebase_extent rebase;
-			unsigned kinds = lrc_launch_moves(&m->engine, dev, &rebase);
-			runs += rebase.runs;
-			if ((kinds & LRC_MOVES_REBASE) && !rebased_running) {
-				rebased_running = true;
-				snprintf(rebased_path, sizeof(rebased_path), "%s", m->path);
-			}
-			if (!moves_need_idle_device(m, dev, kinds, rebase.pages) &&
-			    !((kinds & LRC_MOVES_REBASE) && runs > 1))
-				continue;
-			if (!moves)
-				snprintf(path, sizeof(path), "%s", m->path);
-			moves = true;
-		}
-		if (moves) {
-			pthread_mutex_unlock(&mapping_lock);
-			wait_for_earlier_kernels(dev, path, isolated);
-			pthread_mutex_lock(&mapping_lock);
-			device_busy[dev] = false;
-			rebased_running = false;
-		}
-		/* Without a wait the lock was never dropped: what was just
-		 * collected from mappings with a replica stands. */
-		collected = !moves;
-	}
-	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		if (!m->replicas[dev] && !(all || points_into(m, values, nvalues)))
-			continue;
-		/* The CPU's release first (its writes become versions), and what
-		 * other processes published: the device must see both. */
-		bool existed = m->replicas[dev] != NULL;
-		if (!(collected && existed)) {
-			mapping_collect_locked(m);
-			mapping_acquire_locked(m);
-		}
-		int made = ensure_replica(m, dev);
-		if (made) {
-			/* Its pointers would reach no device memory (a fault, and
-			 * a sticky error on real hardware): the launch is refused,
-			 * with the cause. */
-			if (points_into(m, values, nvalues) && !failed)
-				failed = made;
-			continue;
-		}
-		struct cuda_replica *r = m->replicas[dev];
-		m->exec.valid_pages = file_valid_pages(m);
-		uint64_t before = m->exec.uploaded_pages;
-		bool had_epoch = m->engine.epoch_open[dev];
-		int rc = lrc_launch(&m->engine, dev, &m->plan);
-		/* A replica the loop above did not look at is new: no kernel
-		 * reads it yet. For the others the lock was never dropped and
-		 * this plan is what that loop saw; should it move more, the
-		 * launch waits here, under the lock. */
-		struct lrc_rebase_extent planned;
-		unsigned planned_kinds = plan_moves(&m->plan, &planned);
-		if (!rc && existed && device_busy[dev] &&
-		    moves_need_idle_device(m, dev, planned_kinds, planned.pages)) {
-			gaia_debug("launch on device %d: %s moves more than its first look said: waiting for "
-				   "the device", dev, m->path);
-			cuda_synchronize();
-			stats_add(GAIA_STAT_launch_waits, 1);
-			device_busy[dev] = false;
-		}
-		populate_uploads(m);
-		for (size_t i = 0; i < m->plan.count; i++)
-			if (m->plan.items[i].kind == LRC_PUBLISH)
-				stats_add(GAIA_STAT_cpu_dirty_pages, m->plan.items[i].npages);
-		int moved = mapping_run_plan_locked(m);
-		if (rc)
-			gaia_error("acquire of %s by device %d failed: %s", m->path, dev, strerror(-rc));
-		if (moved) {
-			/* The device's copy is not what the kernel must see: the
-			 * launch is refused. With no unsynced kernel writes on it,
-			 * the device forgets the region and uploads it whole next
-			 * time; with some, their pages stay (README, limits). */
-			gaia_error("uploading %s to device %d failed: %s; the launch is refused", m->path,
-				   dev, strerror(-moved));
-			if (!had_epoch) {
-				lrc_device_forget(&m->engine, dev, &m->plan);
-				mapping_run_plan_locked(m);
-			}
-			if (!failed)
-				failed = moved;
-		}
-		if (m->exec.uploaded_pages != before)
-			cuda_replica_prefetch(r);
-		if (r->backing == GAIA_BACKING_MANAGED && nout < out_capacity)
-			out[nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
-	}
-	if (rebased_running)
-		stats_add(GAIA_STAT_running_rebases, 1);
-	device_busy[dev] = true;
-	pthread_mutex_unlock(&mapping_lock);
-	if (rebased_running)
-		wait_for_running_rebases(dev, rebased_path);
+	struct host_call c = {
+		.values = values,
+		.nvalues = nvalues,
+		.all = all,
+		.out = out,
+		.out_capacity = out_capacity,
+		.isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED,
+	};
+	struct lrc_host h = host_for(&c);
+	int failed = lrc_proto_launch(&h, &devices, dev);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
-	return failed ? failed : (int)nout;
+	return failed ? failed : (int)c.nout;
 }
 
 int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
@@ -613,70 +669,17 @@ int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
 
 /* --- sync --- */
 
-/* The device's release at a sync: 0, or -errno when some of its changes
- * could not be brought to the CPU (they stay on the device, uncommitted,
- * for the next sync; the program's sync reports the failure). A snapshot
- * release (kernels may still run there) keeps the epoch open; -EAGAIN
- * when the region cannot have one (nothing done then). */
-static int device_release_locked(struct gaia_mapping *m, int dev, bool snapshot)
-{
-	uint64_t merged_before = m->exec.merged_pages, conflicts_before = m->exec.conflict_bytes;
-	m->exec.valid_pages = file_valid_pages(m);
-	if (snapshot && !lrc_snapshot_possible(&m->engine, dev))
-		return -EAGAIN;
-	int rc = lrc_sync_diff(&m->engine, dev, &m->plan);
-	mapping_run_plan_locked(m);
-	if (!rc)
-		rc = snapshot ? lrc_sync_snapshot(&m->engine, dev, &m->plan)
-			      : lrc_sync(&m->engine, dev, &m->plan);
-	uint64_t dirty = 0;
-	for (size_t i = 0; i < m->plan.count; i++)
-		if (m->plan.items[i].kind == LRC_MERGE_TO_CPU)
-			dirty += m->plan.items[i].npages;
-	int moved = mapping_run_plan_locked(m);
-	if (rc)
-		gaia_error("release of %s by device %d failed: %s", m->path, dev, strerror(-rc));
-	else if (moved)
-		gaia_error("a sync could not bring the changes of device %d to %s: %s; the sync "
-			   "reports an error, and the next sync tries again",
-			   dev, m->path, strerror(-moved));
-	stats_add(GAIA_STAT_device_dirty_pages, dirty);
-	stats_add(GAIA_STAT_merged_pages, m->exec.merged_pages - merged_before);
-	stats_add(GAIA_STAT_conflict_bytes, m->exec.conflict_bytes - conflicts_before);
-	if ((m->flags & MAP_TYPE) != MAP_PRIVATE)
-		stats_add(GAIA_STAT_writeback_pages, m->exec.merged_pages - merged_before);
-	stats_add(GAIA_STAT_releases, 1);
-	if (cuda_shim_settle() && !rc && !moved)
-		moved = -EIO; /* the commits did not complete */
-	return rc ? rc : moved;
-}
-
 int gpu_mappings_sync(int dev, bool snapshot)
 {
-	int first_rc = 0;
-	bool refused = false;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
 		return 0;
 	uint64_t t0 = now_ns();
-	pthread_mutex_lock(&mapping_lock);
+	struct host_call c = {.all = false};
+	struct lrc_host h = host_for(&c);
 	/* The caller (gpu.c) made sure every kernel launched on dev since its
 	 * last release has finished, or asks for a snapshot release: the
 	 * diff may meet kernels still writing, and the epochs stay open. */
-	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		if (!m->replicas[dev] || !m->engine.epoch_open[dev])
-			continue;
-		int rc = device_release_locked(m, dev, snapshot);
-		if (rc == -EAGAIN && snapshot) {
-			refused = true;
-			continue;
-		}
-		if (rc && !first_rc)
-			first_rc = rc;
-	}
-	if (!snapshot)
-		device_busy[dev] = false;
-	pthread_mutex_unlock(&mapping_lock);
+	int rc = lrc_proto_sync(&h, &devices, dev, snapshot);
 	stats_add(GAIA_STAT_release_ns, now_ns() - t0);
-	return first_rc ? first_rc : refused ? -EAGAIN : 0;
+	return rc;
 }
-

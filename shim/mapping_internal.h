@@ -37,6 +37,8 @@ struct gaia_mapping {
 	void *replicas[TSVT_MAX_DEVICES];
 	int replica_failed[TSVT_MAX_DEVICES]; /* -errno of the failed creation, or 0 */
 	uint8_t *store_view;
+	/* exec counters as the last launch or release saw them (gpu_mapping.c) */
+	uint64_t uploaded_seen, merged_seen, conflicts_seen;
 	/* PROT_NONE reservation after the mapping, to GAIA_VMM_SPAN_MIN past
 	 * its start or the next 2 MiB boundary, whichever is further
 	 * (admission.c's placement): where a vmm replica's reservation will
