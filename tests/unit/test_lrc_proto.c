@@ -1,0 +1,443 @@
+/* The protocol's launch and sync sequences (lrc_proto.c), driven against a
+ * host of plain buffers: each region is the byte harness of the engine's
+ * tests, its plans carried out by the shim's executor (device_exec). The
+ * host checks what the sequences promise it: no wait for the device with
+ * its lock held, a wait before bytes running kernels may use are replaced,
+ * refused launches, forgotten copies, and device bytes equal to the CPU's
+ * after every launch. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "lrc_harness.h"
+#include "lrc_proto.h"
+
+#define NREG 3
+
+struct fake_region {
+	struct harness *h;
+	char *name; /* on the heap: freed when the region goes */
+	bool present;
+	bool holds[NDEV];
+	int replica_err;      /* ensure_replica's answer for a new replica */
+	enum lrc_want want;
+	int fail_launch_runs; /* this many launch plans fail (-EIO) */
+	unsigned launched, released, learned;
+	uint64_t uploaded; /* pages of UPLOAD actions carried out or failed */
+};
+
+struct fake {
+	struct fake_region r[NREG];
+	bool locked;
+	unsigned waits, settles, settles_rebased;
+	char waited_for[64];
+	int lie;             /* needs_idle answers "no" this many times first */
+	bool rebase_on_device; /* needs_idle: a rebase keeps running kernels' stores */
+	int unmap_during_wait; /* region index removed while the launch waits, or -1 */
+};
+
+static void f_lock(void *ctx)
+{
+	struct fake *f = ctx;
+	assert_false(f->locked);
+	f->locked = true;
+}
+
+static void f_unlock(void *ctx)
+{
+	struct fake *f = ctx;
+	assert_true(f->locked);
+	f->locked = false;
+}
+
+static struct fake *fake_of; /* the callbacks without ctx find it here */
+
+static void *f_next(void *ctx, void *prev)
+{
+	struct fake *f = ctx;
+	assert_true(f->locked);
+	int i = prev ? (int)((struct fake_region *)prev - f->r) + 1 : 0;
+	for (; i < NREG; i++)
+		if (f->r[i].present)
+			return &f->r[i];
+	return NULL;
+}
+
+static struct lrc_region *f_engine(void *region)
+{
+	return &((struct fake_region *)region)->h->region;
+}
+
+static struct lrc_plan *f_plan(void *region)
+{
+	return &((struct fake_region *)region)->h->plan;
+}
+
+static const char *f_name(void *region)
+{
+	return ((struct fake_region *)region)->name;
+}
+
+static bool f_holds(void *region, int dev)
+{
+	return ((struct fake_region *)region)->holds[dev];
+}
+
+static enum lrc_want f_wants(void *ctx, void *region)
+{
+	(void)ctx;
+	return ((struct fake_region *)region)->want;
+}
+
+static void f_learn(void *region)
+{
+	assert_true(fake_of->locked);
+	((struct fake_region *)region)->learned++;
+}
+
+static int f_ensure_replica(void *region, int dev)
+{
+	struct fake_region *r = region;
+	assert_true(fake_of->locked);
+	if (r->holds[dev])
+		return 0;
+	if (r->replica_err)
+		return r->replica_err;
+	r->holds[dev] = true;
+	return 0;
+}
+
+/* The shim's rule for GAIA_RUNNING_KERNELS=shared: an upload into a
+ * writable region waits; a rebase waits unless the device does it in
+ * place. */
+static bool f_needs_idle(void *region, int dev, unsigned kinds, uint64_t pages)
+{
+	struct fake_region *r = region;
+	(void)dev;
+	(void)pages;
+	assert_true(fake_of->locked);
+	if (fake_of->lie > 0) {
+		fake_of->lie--;
+		return false;
+	}
+	if ((kinds & LRC_MOVES_UPLOAD) && (r->h->flags & LRC_WRITABLE))
+		return true;
+	return (kinds & LRC_MOVES_REBASE) && !fake_of->rebase_on_device;
+}
+
+static int f_run_plan(void *region, int dev, enum lrc_run why)
+{
+	struct fake_region *r = region;
+	(void)dev;
+	assert_true(fake_of->locked);
+	for (size_t i = 0; i < r->h->plan.count; i++)
+		if (r->h->plan.items[i].kind == LRC_UPLOAD)
+			r->uploaded += r->h->plan.items[i].npages;
+	if (why == LRC_RUN_LAUNCH && r->fail_launch_runs > 0) {
+		r->fail_launch_runs--;
+		lrc_plan_reset(&r->h->plan);
+		return -EIO;
+	}
+	run_plan(r->h);
+	return 0;
+}
+
+static void f_wait_device(void *ctx, int dev, const char *name)
+{
+	struct fake *f = ctx;
+	(void)dev;
+	assert_false(f->locked); /* the point: never with the lock held */
+	f->waits++;
+	snprintf(f->waited_for, sizeof(f->waited_for), "%s", name);
+	if (f->unmap_during_wait >= 0) {
+		/* munmap on another thread, while the lock is free */
+		struct fake_region *r = &f->r[f->unmap_during_wait];
+		r->present = false;
+		free(r->name);
+		r->name = NULL;
+		f->unmap_during_wait = -1;
+	}
+}
+
+static void f_launched(void *ctx, void *region, int dev, int moved)
+{
+	struct fake_region *r = region;
+	(void)ctx;
+	(void)moved;
+	assert_true(fake_of->locked);
+	assert_true(r->holds[dev]);
+	r->launched++;
+}
+
+static void f_released(void *ctx, void *region, int dev, int rc, int moved)
+{
+	(void)ctx;
+	(void)dev;
+	(void)rc;
+	(void)moved;
+	assert_true(fake_of->locked);
+	((struct fake_region *)region)->released++;
+}
+
+static int f_settle(void *ctx, int dev, const char *rebased)
+{
+	struct fake *f = ctx;
+	(void)dev;
+	assert_false(f->locked);
+	f->settles++;
+	f->settles_rebased += rebased != NULL;
+	return 0;
+}
+
+static const struct lrc_host host_template = {
+	.lock = f_lock,
+	.unlock = f_unlock,
+	.next = f_next,
+	.engine = f_engine,
+	.plan = f_plan,
+	.name = f_name,
+	.holds = f_holds,
+	.wants = f_wants,
+	.learn = f_learn,
+	.ensure_replica = f_ensure_replica,
+	.needs_idle = f_needs_idle,
+	.run_plan = f_run_plan,
+	.wait_device = f_wait_device,
+	.launched = f_launched,
+	.released = f_released,
+	.settle = f_settle,
+};
+
+struct world {
+	struct fake f;
+	struct lrc_host host;
+	struct lrc_devices devs;
+};
+
+static struct world *world_new(int nregions, unsigned flags)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	assert_non_null(w);
+	w->host = host_template;
+	w->host.ctx = &w->f;
+	w->f.unmap_during_wait = -1;
+	fake_of = &w->f;
+	for (int i = 0; i < nregions; i++) {
+		struct fake_region *r = &w->f.r[i];
+		r->h = calloc(1, sizeof(*r->h));
+		assert_non_null(r->h);
+		r->h->npages = 4;
+		r->h->flags = flags;
+		r->h->exec_mode = HARNESS_EXEC;
+		for (uint32_t b = 0; b < r->h->npages * PG; b++)
+			r->h->file[b] = (uint8_t)(b * 13 + i);
+		harness_open(r->h);
+		r->name = malloc(32);
+		assert_non_null(r->name);
+		snprintf(r->name, 32, "region-%d", i);
+		r->present = true;
+		r->want = LRC_WANT_NEEDED;
+	}
+	return w;
+}
+
+static void world_free(struct world *w)
+{
+	for (int i = 0; i < NREG; i++) {
+		struct fake_region *r = &w->f.r[i];
+		if (!r->h)
+			continue;
+		harness_close(r->h);
+		lrc_plan_free(&r->h->plan);
+		free(r->h);
+		free(r->name);
+	}
+	free(w);
+}
+
+static void cpu_store(struct fake_region *r, uint32_t byte, uint8_t v)
+{
+	r->h->file[byte] = v;
+	lrc_cpu_wrote(&r->h->region, byte / PG, 1);
+}
+
+/* Device dev's copy of every region it holds is the CPU's bytes. */
+static void assert_device_current(struct world *w, int dev)
+{
+	for (int i = 0; i < NREG; i++) {
+		struct fake_region *r = &w->f.r[i];
+		if (!r->present || !r->holds[dev])
+			continue;
+		assert_memory_equal(r->h->dev[dev], r->h->file, r->h->npages * PG);
+	}
+}
+
+static void test_launch_waits_unlocked_before_replacing_bytes_running_kernels_use(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
+	w->f.r[1].want = LRC_WANT_NOT;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_true(w->devs.busy[0]);
+	assert_int_equal(w->f.waits, 0);
+	assert_false(w->f.r[1].holds[0]); /* not reached, not held */
+	assert_device_current(w, 0);
+	/* A kernel may still run; the CPU writes; the next launch's upload
+	 * would replace what it may be writing: it waits first, unlocked. */
+	assert_int_equal(lrc_sync(&w->f.r[0].h->region, 0, &w->f.r[0].h->plan), 0); /* close the epoch */
+	lrc_plan_reset(&w->f.r[0].h->plan);
+	cpu_store(&w->f.r[0], 5, 0xee);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 1);
+	assert_string_equal(w->f.waited_for, "region-0");
+	assert_int_equal(w->devs.waits[0], 1);
+	assert_device_current(w, 0);
+	/* Nothing changed since: no wait. */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 1);
+	assert_false(w->f.locked);
+	world_free(w);
+}
+
+static void test_second_look_that_finds_more_waits_unlocked_and_starts_over(void **state)
+{
+	(void)state;
+	struct world *w = world_new(3, LRC_WRITABLE | LRC_SHARED);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
+		lrc_plan_reset(&w->f.r[i].h->plan);
+	}
+	cpu_store(&w->f.r[2], 3 * PG + 1, 0x42);
+	/* The first look says the moves may go on while kernels run; the
+	 * second (per region, just before planning) says otherwise. */
+	w->f.lie = 3;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 1);
+	assert_string_equal(w->f.waited_for, "region-2");
+	assert_false(w->f.locked);
+	assert_device_current(w, 0);
+	/* Regions 0 and 1 were launched before region 2's look found the
+	 * upload, and again after the wait (the start over); region 2 once
+	 * per launch. */
+	assert_int_equal(w->f.r[0].launched, 3);
+	assert_int_equal(w->f.r[1].launched, 3);
+	assert_int_equal(w->f.r[2].launched, 2);
+	world_free(w);
+}
+
+static void test_region_unmapped_while_the_launch_waits(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
+		lrc_plan_reset(&w->f.r[i].h->plan);
+	}
+	cpu_store(&w->f.r[0], 7, 1);
+	cpu_store(&w->f.r[1], 9, 2);
+	/* Region 0 (whose name the wait is given) goes while the lock is
+	 * free: its name was copied (ASan would see a use after free). */
+	w->f.unmap_during_wait = 0;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 1);
+	assert_string_equal(w->f.waited_for, "region-0");
+	assert_false(w->f.r[0].present);
+	assert_device_current(w, 0);
+	world_free(w);
+}
+
+static void test_a_needed_region_without_replica_refuses_the_launch(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
+	w->f.r[0].replica_err = -ENOMEM;
+	w->f.r[0].want = LRC_WANT_ACQUIRE; /* only reached: the launch goes on */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_false(w->f.r[0].holds[0]);
+	assert_true(w->f.r[1].holds[0]);
+	w->f.r[0].want = LRC_WANT_NEEDED; /* an argument points into it */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), -ENOMEM);
+	assert_device_current(w, 0);
+	world_free(w);
+}
+
+static void test_a_failed_upload_refuses_and_the_device_forgets(void **state)
+{
+	(void)state;
+	struct world *w = world_new(1, LRC_WRITABLE | LRC_SHARED);
+	struct fake_region *r = &w->f.r[0];
+	r->fail_launch_runs = 1;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), -EIO);
+	assert_int_equal(r->uploaded, 4);
+	/* Forgotten: the next launch uploads every page again, and the device
+	 * then holds the CPU's bytes. */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(r->uploaded, 8);
+	assert_device_current(w, 0);
+	world_free(w);
+}
+
+static void test_sync_releases_device_writes_and_settles_unlocked(void **state)
+{
+	(void)state;
+	struct world *w = world_new(1, LRC_WRITABLE | LRC_SHARED);
+	struct fake_region *r = &w->f.r[0];
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 1), 0);
+	r->h->dev[1][PG + 3] = 0x77; /* a kernel on device 1 wrote */
+	r->h->dev[0][2 * PG] = 0x66; /* and one on device 0 */
+	/* Device 0 has an open epoch: device 1 cannot snapshot. */
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 1, true), -EAGAIN);
+	assert_true(w->devs.busy[1]);
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 1, false), 0);
+	assert_false(w->devs.busy[1]);
+	assert_int_equal(r->h->file[PG + 3], 0x77);
+	assert_int_equal(w->f.settles, 1);
+	/* Device 0 may snapshot while its kernels run: the epoch stays open. */
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, true), 0);
+	assert_int_equal(r->h->file[2 * PG], 0x66);
+	assert_true(r->h->region.epoch_open[0]);
+	assert_true(w->devs.busy[0]);
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, false), 0);
+	assert_false(r->h->region.epoch_open[0]);
+	assert_int_equal(w->f.settles, 3);
+	assert_false(w->f.locked);
+	world_free(w);
+}
+
+static void test_rebase_while_kernels_run_settles_after_the_lock(void **state)
+{
+	(void)state;
+	struct world *w = world_new(1, LRC_WRITABLE | LRC_SHARED);
+	w->f.rebase_on_device = true;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	/* The epoch is open (no sync), the CPU writes: a rebase, which the
+	 * device does next to the running kernels; no wait, one settle. */
+	cpu_store(&w->f.r[0], 11, 0x31);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 0);
+	assert_int_equal(w->f.settles_rebased, 1);
+	assert_device_current(w, 0);
+	world_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_launch_waits_unlocked_before_replacing_bytes_running_kernels_use),
+		cmocka_unit_test(test_second_look_that_finds_more_waits_unlocked_and_starts_over),
+		cmocka_unit_test(test_region_unmapped_while_the_launch_waits),
+		cmocka_unit_test(test_a_needed_region_without_replica_refuses_the_launch),
+		cmocka_unit_test(test_a_failed_upload_refuses_and_the_device_forgets),
+		cmocka_unit_test(test_sync_releases_device_writes_and_settles_unlocked),
+		cmocka_unit_test(test_rebase_while_kernels_run_settles_after_the_lock),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
