@@ -3,6 +3,9 @@
 #
 #   <libdir>/libgaia.so.0.1.0        the library; libgaia.so.0 (its soname)
 #                                    and libgaia.so (for -lgaia) link to it
+#   <libdir>/libgaia-simgpu.so       the shim's kernels for the simulated GPU
+#                                    (built with the CUDA headers; loaded by
+#                                    libgaia.so from its own directory)
 #   <bindir>/gaiarun, gaia-envdoc
 #   <includedir>/gaia.h
 #   <libdir>/pkgconfig/gaia.pc
@@ -58,6 +61,9 @@ endforeach()
 add_custom_target(gaia_man ALL DEPENDS ${GAIA_MAN_OUTPUTS})
 
 install(TARGETS gaia LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TARGET gaia_simgpu)
+  install(TARGETS gaia_simgpu LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(TARGETS gaiarun gaia-envdoc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/gaia.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_BINARY_DIR}/man/gaiarun.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -14,4 +14,11 @@ exported=$(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)
 missing=$(printf '%s\n' "$rows" | comm -23 - <(printf '%s\n' "$exported"))
 [ -z "$missing" ] || fail "hook table rows libgaia.so does not export (add them to shim/libgaia.map):
 $missing"
-echo "$prog: all $count ABI names of the hook table exported"
+# The simulated GPU's forms of the shim's kernels (their block loops and
+# host identities) live in libgaia-simgpu.so, not in the production
+# library.
+sim=$(nm "$lib" | awk '{print $NF}' | grep -E '_blocks$|^gaia_(diff_pages|gather_changes|rebase_pages)_host$|simgpu_register_kernels' || true)
+[ -z "$sim" ] || fail "libgaia.so carries the simulator's kernels:
+$sim"
+[ -f "$build/libgaia-simgpu.so" ] || fail "$build/libgaia-simgpu.so not built"
+echo "$prog: all $count ABI names of the hook table exported; no simulator kernel inside"

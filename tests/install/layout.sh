@@ -23,6 +23,7 @@ cat >"$work/expected" <<LIST
 $prefix/$bin/gaia-envdoc
 $prefix/$bin/gaiarun
 $prefix/$inc/gaia.h
+$prefix/$lib/libgaia-simgpu.so
 $prefix/$lib/libgaia.so
 $prefix/$lib/libgaia.so.$GAIA_VERSION
 $prefix/$lib/libgaia.so.$major
