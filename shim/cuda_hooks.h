@@ -59,6 +59,28 @@ enum hook_lib { DRV, RT };
 	X(cuStreamQuery,                    7000,  1, cuStreamQuery_ptsz,                    DRV, PFN_cuStreamQuery_v7000_ptsz)             \
 	X(cuEventQuery,                     2000,  0, cuEventQuery,                          DRV, PFN_cuEventQuery_v2000)                   \
 	X(cuStreamDestroy,                  4000,  0, cuStreamDestroy_v2,                    DRV, PFN_cuStreamDestroy_v4000)                \
+	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
+	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
+	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \
+	X(cudaDeviceSynchronize,            0,     0, cudaDeviceSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     0, cudaStreamSynchronize,                 RT,  none)                                     \
+	X(cudaStreamSynchronize,            0,     1, cudaStreamSynchronize_ptsz,            RT,  none)                                     \
+	X(cudaEventSynchronize,             0,     0, cudaEventSynchronize,                  RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     0, cudaStreamQuery,                       RT,  none)                                     \
+	X(cudaStreamQuery,                  0,     1, cudaStreamQuery_ptsz,                  RT,  none)                                     \
+	X(cudaEventQuery,                   0,     0, cudaEventQuery,                        RT,  none)                                     \
+	X(cudaMemcpy,                       0,     0, cudaMemcpy,                            RT,  none)                                     \
+	X(cudaMemcpy,                       0,     1, cudaMemcpy_ptds,                       RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     0, cudaGetDriverEntryPoint,               RT,  none)                                     \
+	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
+	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
+
+#define CUDA_HOOK_TABLE(X) CUDA_CORE_HOOK_TABLE(X) CUDA_COPY_HOOK_TABLE(X) CUDA_MEM_HOOK_TABLE(X)
+
+/* Copies, batches of copies, host registration and pointer queries
+ * (cuda_copy_hooks.c): driver rows whose wrappers live in their own file. */
+#define CUDA_COPY_HOOK_TABLE(X)                                                                                                                \
 	/* copies that return after the device caught up */                                                                                 \
 	X(cuMemcpy,                         4000,  0, cuMemcpy,                              DRV, PFN_cuMemcpy_v4000)                       \
 	X(cuMemcpy,                         7000,  1, cuMemcpy_ptds,                         DRV, PFN_cuMemcpy_v7000_ptds)                  \
@@ -103,25 +125,7 @@ enum hook_lib { DRV, RT };
 	X(cuMemHostUnregister,              4000,  0, cuMemHostUnregister,                   DRV, PFN_cuMemHostUnregister_v4000)            \
 	X(cuMemHostGetDevicePointer,        3020,  0, cuMemHostGetDevicePointer_v2,          DRV, PFN_cuMemHostGetDevicePointer_v3020)      \
 	X(cuPointerGetAttribute,            4000,  0, cuPointerGetAttribute,                 DRV, PFN_cuPointerGetAttribute_v4000)          \
-	X(cuPointerGetAttributes,           7000,  0, cuPointerGetAttributes,                DRV, PFN_cuPointerGetAttributes_v7000)         \
-	/* the runtime API, for programs linked with a shared libcudart */                                                                  \
-	X(cudaLaunchKernel,                 0,     0, cudaLaunchKernel,                      RT,  none)                                     \
-	X(cudaLaunchKernel,                 0,     1, cudaLaunchKernel_ptsz,                 RT,  none)                                     \
-	X(cudaDeviceSynchronize,            0,     0, cudaDeviceSynchronize,                 RT,  none)                                     \
-	X(cudaStreamSynchronize,            0,     0, cudaStreamSynchronize,                 RT,  none)                                     \
-	X(cudaStreamSynchronize,            0,     1, cudaStreamSynchronize_ptsz,            RT,  none)                                     \
-	X(cudaEventSynchronize,             0,     0, cudaEventSynchronize,                  RT,  none)                                     \
-	X(cudaStreamQuery,                  0,     0, cudaStreamQuery,                       RT,  none)                                     \
-	X(cudaStreamQuery,                  0,     1, cudaStreamQuery_ptsz,                  RT,  none)                                     \
-	X(cudaEventQuery,                   0,     0, cudaEventQuery,                        RT,  none)                                     \
-	X(cudaMemcpy,                       0,     0, cudaMemcpy,                            RT,  none)                                     \
-	X(cudaMemcpy,                       0,     1, cudaMemcpy_ptds,                       RT,  none)                                     \
-	X(cudaGetDriverEntryPoint,          0,     0, cudaGetDriverEntryPoint,               RT,  none)                                     \
-	X(cudaGetDriverEntryPoint,          0,     1, cudaGetDriverEntryPoint_ptsz,          RT,  none)                                     \
-	X(cudaGetDriverEntryPointByVersion, 0,     0, cudaGetDriverEntryPointByVersion,      RT,  none)                                     \
-	X(cudaGetDriverEntryPointByVersion, 0,     1, cudaGetDriverEntryPointByVersion_ptsz, RT,  none)
-
-#define CUDA_HOOK_TABLE(X) CUDA_CORE_HOOK_TABLE(X) CUDA_MEM_HOOK_TABLE(X)
+	X(cuPointerGetAttributes,           7000,  0, cuPointerGetAttributes,                DRV, PFN_cuPointerGetAttributes_v7000)
 
 /* Memsets, managed-memory hints and peer copies (cuda_mem_hooks.c): driver rows whose
  * wrappers live in their own file. */
@@ -194,5 +198,27 @@ GAIA_HIDDEN bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src);
 #define HOOK_ALIAS_DEFINE(abi) \
 	extern __typeof__(abi) hook_##abi __attribute__((alias(#abi), visibility("hidden")));
 #define HOOK_ALIAS_DECLARE(abi) extern __typeof__(abi) hook_##abi __attribute__((visibility("hidden")));
+
+/* The body every sync wrapper shares: the real call, then (when `is_sync`,
+ * evaluated after it returned with rc_ in scope) the protocol. */
+#define SYNC(real, call, kind, is_sync)                                      \
+	do {                                                                 \
+		CUresult rc_;                                                \
+		if (!(real))                                                 \
+			return CUDA_ERROR_NOT_INITIALIZED;                   \
+		if (gpu_hook_depth)                                          \
+			return (call);                                       \
+		gpu_hook_depth++;                                            \
+		rc_ = (call);                                                \
+		if (is_sync) {                                               \
+			int mode_ = gpu_capture_relax();                     \
+			CUresult g_ = gpu_after_sync((kind), rc_);           \
+			gpu_capture_restore(mode_);                          \
+			if (rc_ == CUDA_SUCCESS)                             \
+				rc_ = g_;                                    \
+		}                                                            \
+		gpu_hook_depth--;                                            \
+		return rc_;                                                  \
+	} while (0)
 
 #endif
