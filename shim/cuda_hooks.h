@@ -1,5 +1,6 @@
-/* What the CUDA interception layer's two files share (cuda_hooks.c: the
- * dlsym hook, the resolvers, the driver wrappers and the table;
+/* What the CUDA interception layer's files share (cuda_hooks.c: the dlsym
+ * hook, the resolvers, launches, syncs and the table; cuda_copy_hooks.c:
+ * copies; cuda_mem_hooks.c: memsets, hints, peer copies;
  * cuda_runtime_hooks.c: the runtime-API wrappers): the table of rows and
  * the calls between them. Included first, after _GNU_SOURCE. */
 #ifndef GAIA_CUDA_HOOKS_H
