@@ -103,6 +103,10 @@ struct lrc_region {
 	bool epoch_open[TSVT_MAX_DEVICES]; /* launched since its last sync */
 	struct page_list protected_pages[TSVT_MAX_DEVICES];
 	struct page_list scratch;
+	/* lrc_proto.c: which launch on the device (its count there) opened
+	 * the device's epoch, so that a launch that starts over knows what
+	 * was open before it. */
+	uint64_t opened_by[TSVT_MAX_DEVICES];
 };
 
 int lrc_region_init(struct lrc_region *r, uint64_t npages, unsigned flags);

@@ -70,6 +70,7 @@ int lrc_proto_launch(const struct lrc_host *h, struct lrc_devices *ds, int dev)
 	const char *rebased = NULL;
 	struct name_copy rebased_copy;
 	h->lock(h->ctx);
+	uint64_t seq = ++ds->launches[dev];
 	/* Learned by the first look, with the lock held since: stands. */
 	bool learned = false;
 	if (ds->busy[dev]) {
@@ -110,14 +111,18 @@ again:
 				wait_unlocked(h, ds, dev, h->name(r));
 				rebased = NULL;
 				learned = false;
-				failed = 0;
+				h->restart(h->ctx); /* a refused launch stays refused */
 				goto again;
 			}
 		}
-		bool had_epoch = e->epoch_open[dev];
+		/* Open before this launch (not by its first pass, should it
+		 * have started over). */
+		bool had_epoch = e->epoch_open[dev] && e->opened_by[dev] != seq;
 		/* An engine that could not plan it all (no memory) has still
 		 * planned what it says it did: carried out, and refused. */
 		int rc = lrc_launch(e, dev, plan);
+		if (!had_epoch && e->epoch_open[dev])
+			e->opened_by[dev] = seq;
 		int moved = h->run_plan(r, dev, LRC_RUN_LAUNCH);
 		if (rc && !moved)
 			moved = rc;

@@ -75,6 +75,9 @@ struct lrc_host {
 	/* Waits, without the lock, until every kernel launched on dev has
 	 * finished; region_name names what the launch would change. */
 	void (*wait_device)(void *ctx, int dev, const char *region_name);
+	/* A launch starts over after a wait: what launched() was told before
+	 * is told again. */
+	void (*restart)(void *ctx);
 	/* After a region's launch plan ran (moved: 0 or its -errno). */
 	void (*launched)(void *ctx, void *region, int dev, int moved);
 	/* After a region's release ran (rc: the engine's, moved: the plan's). */
@@ -89,7 +92,8 @@ struct lrc_host {
  * full sync). */
 struct lrc_devices {
 	bool busy[TSVT_MAX_DEVICES];
-	uint64_t waits[TSVT_MAX_DEVICES]; /* waits for earlier kernels, per device */
+	uint64_t waits[TSVT_MAX_DEVICES];    /* waits for earlier kernels, per device */
+	uint64_t launches[TSVT_MAX_DEVICES]; /* lrc_proto_launch calls, per device */
 };
 
 /* A launch on dev. 0, or the first -errno of a region the launch needs

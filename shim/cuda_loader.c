@@ -153,15 +153,22 @@ static int find_libcudart(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* The local libcudart's handle, or NULL. */
+static void *local_libcudart(void)
+{
+	struct cudart_path cudart = {.found = false};
+
+	dl_iterate_phdr(find_libcudart, &cudart);
+	return cudart.found ? dlopen(cudart.path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+}
+
 void *cuda_runtime_real(const char *abi_name)
 {
 	void *fn = dlsym(RTLD_NEXT, abi_name), *h;
-	struct cudart_path cudart = {.found = false};
 
 	if (fn)
 		return fn;
-	dl_iterate_phdr(find_libcudart, &cudart);
-	h = cudart.found ? dlopen(cudart.path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	h = local_libcudart();
 	return h ? cuda_loader_dlsym(h, abi_name) : NULL;
 }
 
@@ -227,9 +234,14 @@ const struct cuda_calls *cuda_runtime_calls(void)
 	pthread_mutex_lock(&calls_lock);
 	if (adds != runtime_looked_adds) {
 		runtime_looked_adds = adds;
-#define LOOK(field, name, type, role)                                                      \
-	if (!calls.field)                                                                  \
-		__atomic_store_n(&calls.field, (type)cuda_runtime_real(name), __ATOMIC_RELEASE);
+		/* Every row from one runtime (the one the runtime hooks forward
+		 * to): the last-error calls must be those of the runtime that
+		 * answered the parameter query. */
+		void *h = dlsym(RTLD_NEXT, "cudaGetLastError") ? RTLD_NEXT : local_libcudart();
+#define LOOK(field, name, type, role)                                                                    \
+	__atomic_store_n(&calls.field,                                                                   \
+			 (type)(h == RTLD_NEXT ? dlsym(RTLD_NEXT, name) : h ? cuda_loader_dlsym(h, name) : NULL), \
+			 __ATOMIC_RELEASE);
 		CUDA_RUNTIME_CALLS(LOOK)
 #undef LOOK
 	}

@@ -539,13 +539,20 @@ static void host_wait_device(void *ctx, int dev, const char *region_name)
 	wait_for_earlier_kernels(dev, region_name, c->isolated);
 }
 
+/* The translations found before the start over may name regions gone
+ * since (unmapped during the wait): found again from scratch. */
+static void host_restart(void *ctx)
+{
+	((struct host_call *)ctx)->nout = 0;
+}
+
 static void host_launched(void *ctx, void *region, int dev, int moved)
 {
 	struct host_call *c = ctx;
 	struct gaia_mapping *m = region;
 	struct cuda_replica *r = m->replicas[dev];
 	if (moved)
-		gaia_error("uploading %s to device %d failed: %s; the launch is refused", m->path, dev,
+		gaia_error("bringing %s to device %d failed: %s; the launch is refused", m->path, dev,
 			   strerror(-moved));
 	if (m->exec.uploaded_pages != m->uploaded_seen) {
 		m->uploaded_seen = m->exec.uploaded_pages;
@@ -553,13 +560,6 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	}
 	if (r->backing != GAIA_BACKING_MANAGED)
 		return;
-	/* A launch that started over meets a region again: one entry each. */
-	for (size_t i = 0; i < c->nout; i++) {
-		if (c->out[i].start == m->start) {
-			c->out[i] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
-			return;
-		}
-	}
 	if (c->nout < c->out_capacity)
 		c->out[c->nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
 }
@@ -608,6 +608,7 @@ static const struct lrc_host host = {
 	.needs_idle = host_needs_idle,
 	.run_plan = host_run_plan,
 	.wait_device = host_wait_device,
+	.restart = host_restart,
 	.launched = host_launched,
 	.released = host_released,
 	.settle = host_settle,

@@ -17,6 +17,7 @@ $missing"
 # The simulated GPU's forms of the shim's kernels (their block loops and
 # host identities) live in libgaia-simgpu.so, not in the production
 # library.
+readelf -S "$lib" | grep -q '\.symtab' || fail "$lib has no symbol table (stripped): cannot check it"
 sim=$(nm "$lib" | awk '{print $NF}' | grep -E '_blocks$|^gaia_(diff_pages|gather_changes|rebase_pages)_host$|simgpu_register_kernels' || true)
 [ -z "$sim" ] || fail "libgaia.so carries the simulator's kernels:
 $sim"

@@ -27,6 +27,7 @@ struct fake_region {
 	int replica_err;      /* ensure_replica's answer for a new replica */
 	enum lrc_want want;
 	int fail_launch_runs; /* this many launch plans fail (-EIO) */
+	unsigned launch_runs, fail_run_no; /* launch plans carried out; the one (1-based) that fails */
 	unsigned launched, released, learned;
 	uint64_t uploaded; /* pages of UPLOAD actions carried out or failed */
 };
@@ -34,7 +35,7 @@ struct fake_region {
 struct fake {
 	struct fake_region r[NREG];
 	bool locked;
-	unsigned waits, settles, settles_rebased;
+	unsigned waits, settles, settles_rebased, restarts;
 	char waited_for[64];
 	int lie;             /* needs_idle answers "no" this many times first */
 	bool rebase_on_device; /* needs_idle: a rebase keeps running kernels' stores */
@@ -138,8 +139,11 @@ static int f_run_plan(void *region, int dev, enum lrc_run why)
 	for (size_t i = 0; i < r->h->plan.count; i++)
 		if (r->h->plan.items[i].kind == LRC_UPLOAD)
 			r->uploaded += r->h->plan.items[i].npages;
-	if (why == LRC_RUN_LAUNCH && r->fail_launch_runs > 0) {
-		r->fail_launch_runs--;
+	if (why == LRC_RUN_LAUNCH)
+		r->launch_runs++;
+	if (why == LRC_RUN_LAUNCH && (r->fail_launch_runs > 0 || r->launch_runs == r->fail_run_no)) {
+		if (r->fail_launch_runs > 0)
+			r->fail_launch_runs--;
 		lrc_plan_reset(&r->h->plan);
 		return -EIO;
 	}
@@ -162,6 +166,13 @@ static void f_wait_device(void *ctx, int dev, const char *name)
 		r->name = NULL;
 		f->unmap_during_wait = -1;
 	}
+}
+
+static void f_restart(void *ctx)
+{
+	struct fake *f = ctx;
+	assert_true(f->locked);
+	f->restarts++;
 }
 
 static void f_launched(void *ctx, void *region, int dev, int moved)
@@ -208,6 +219,7 @@ static const struct lrc_host host_template = {
 	.needs_idle = f_needs_idle,
 	.run_plan = f_run_plan,
 	.wait_device = f_wait_device,
+	.restart = f_restart,
 	.launched = f_launched,
 	.released = f_released,
 	.settle = f_settle,
@@ -331,6 +343,49 @@ static void test_second_look_that_finds_more_waits_unlocked_and_starts_over(void
 	world_free(w);
 }
 
+/* A launch refused in its first pass stays refused after it starts over
+ * (region 0's launch plan fails while its epoch is open; region 2's second
+ * look, a rebase, forces the start over, where region 0's plan runs). */
+static void test_a_refused_launch_stays_refused_after_starting_over(void **state)
+{
+	(void)state;
+	struct world *w = world_new(3, LRC_WRITABLE | LRC_SHARED);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0); /* epochs open */
+	cpu_store(&w->f.r[2], 2 * PG, 0x20);
+	w->f.r[0].fail_run_no = 2;
+	w->f.lie = 4; /* the first look (3 regions) and region 0's second */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), -EIO);
+	assert_int_equal(w->f.restarts, 1);
+	world_free(w);
+}
+
+/* A region whose epoch the first pass opened, and whose plan fails after
+ * the start over, is forgotten (its device copy holds no kernel write):
+ * the next launch uploads it whole, and the device then has the CPU's
+ * bytes. */
+static void test_an_epoch_opened_by_the_first_pass_is_not_kept_after_a_failure(void **state)
+{
+	(void)state;
+	struct world *w = world_new(3, LRC_WRITABLE | LRC_SHARED);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
+		lrc_plan_reset(&w->f.r[i].h->plan);
+	}
+	cpu_store(&w->f.r[0], 3, 0x30);
+	cpu_store(&w->f.r[2], 5, 0x50);
+	w->f.lie = 4;
+	w->f.r[0].fail_run_no = 3; /* launch 1, launch 2's first pass, then this */
+	uint64_t before = w->f.r[0].uploaded;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), -EIO);
+	assert_int_equal(w->f.restarts, 1);
+	assert_int_equal(w->f.r[0].uploaded, before + 1); /* page 0, in the first pass */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.r[0].uploaded, before + 1 + 4);
+	assert_device_current(w, 0);
+	world_free(w);
+}
+
 static void test_region_unmapped_while_the_launch_waits(void **state)
 {
 	(void)state;
@@ -433,6 +488,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_launch_waits_unlocked_before_replacing_bytes_running_kernels_use),
 		cmocka_unit_test(test_second_look_that_finds_more_waits_unlocked_and_starts_over),
+		cmocka_unit_test(test_a_refused_launch_stays_refused_after_starting_over),
+		cmocka_unit_test(test_an_epoch_opened_by_the_first_pass_is_not_kept_after_a_failure),
 		cmocka_unit_test(test_region_unmapped_while_the_launch_waits),
 		cmocka_unit_test(test_a_needed_region_without_replica_refuses_the_launch),
 		cmocka_unit_test(test_a_failed_upload_refuses_and_the_device_forgets),
