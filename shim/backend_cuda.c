@@ -29,10 +29,8 @@
 #include "kernels/diff_pages.h"
 #include "stats.h"
 
-#define PG GAIA_PAGE
 
-/* The table of what the shim calls (cuda_calls.h), resolved on first use. */
-#define drv (*cuda_calls())
+#include "backend_cuda_internal.h"
 
 bool cuda_backend_ready(void)
 {
@@ -66,7 +64,7 @@ static const struct {
 	{CUDA_ERROR_NOT_PERMITTED, EPERM, cudaErrorNotPermitted},
 };
 
-static int cu_errno(CUresult rc)
+int cuda_errno_of(CUresult rc)
 {
 	if (rc == CUDA_SUCCESS)
 		return 0;
@@ -95,27 +93,6 @@ cudaError_t cuda_runtime_error_of(CUresult rc)
 			return error_table[i].rt;
 	return cudaErrorUnknown;
 }
-
-/* Logs a failed driver call once per call site and maps it to -errno. */
-/* A call that gives device memory back, tried twice: a failure that
- * passes would otherwise leak the memory for the life of the process.
- * Each failed try is named. */
-#define CU_FREE(call, what)                                                  \
-	({                                                                   \
-		int e1_ = CU_CHECK((call), what);                            \
-		e1_ ? CU_CHECK((call), what ", tried again") : 0;            \
-	})
-
-#define CU_CHECK(call, what)                                                                     \
-	({                                                                                       \
-		CUresult rc_ = (call);                                                           \
-		if (rc_ != CUDA_SUCCESS) {                                                       \
-			static int once_;                                                        \
-			gaia_log_once(&once_, GAIA_LOG_WARN, "%s failed: %s (%d)", what,         \
-				      cuda_error_name(rc_), (int)rc_);                           \
-		}                                                                                \
-		cu_errno(rc_);                                                                   \
-	})
 
 int gpu_capture_relax(void)
 {
@@ -182,7 +159,7 @@ static struct {
 static unsigned nshim_streams;
 static pthread_mutex_t shim_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUstream shim_stream(void)
+CUstream cuda_shim_stream(void)
 {
 	CUcontext ctx = NULL;
 	if (!drv.stream_create || !drv.memcpy_htod_async || !drv.memcpy_dtoh_async ||
@@ -246,7 +223,7 @@ static const char *call_name(char *buf, size_t size, const char *call, bool asyn
 /* A copy between host and device that returns when done. */
 static int copy_host(bool to_device, CUdeviceptr dptr, void *host, size_t bytes, const char *purpose)
 {
-	CUstream s = shim_stream();
+	CUstream s = cuda_shim_stream();
 	char what[96];
 	call_name(what, sizeof(what), to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", s, purpose);
 	CUresult rc;
@@ -272,7 +249,7 @@ static int copy_dtoh(void *dst, CUdeviceptr src, size_t bytes, const char *purpo
 /* Queued, not waited for: cuda_shim_settle covers it. */
 static int copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const char *purpose)
 {
-	CUstream s = shim_stream();
+	CUstream s = cuda_shim_stream();
 	char what[96];
 	call_name(what, sizeof(what), "cuMemcpyDtoD", s, purpose);
 	int rc = s ? CU_CHECK(drv.memcpy_dtod_async(dst, src, bytes, s), what)
@@ -281,15 +258,7 @@ static int copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const char 
 	return rc;
 }
 
-/* Device work on a replica runs in the context that made it: a thread
- * with no current context (an munmap, a read() in a thread that never
- * used CUDA) or with another one has it current for the call. */
-struct ctx_switch {
-	bool switched;
-	CUcontext prev;
-};
-
-static struct ctx_switch enter_ctx(const struct cuda_replica *r)
+struct ctx_switch cuda_enter_ctx(const struct cuda_replica *r)
 {
 	struct ctx_switch s = {false, NULL};
 	if (r->ctx && !CU_CHECK(drv.ctx_get_current(&s.prev), "cuCtxGetCurrent (a replica's context)") &&
@@ -298,7 +267,7 @@ static struct ctx_switch enter_ctx(const struct cuda_replica *r)
 	return s;
 }
 
-static void leave_ctx(struct ctx_switch s)
+void cuda_leave_ctx(struct ctx_switch s)
 {
 	if (s.switched)
 		(void)CU_CHECK(drv.ctx_set_current(s.prev), "cuCtxSetCurrent (back from a replica's context)");
@@ -306,9 +275,9 @@ static void leave_ctx(struct ctx_switch s)
 
 int cuda_replica_synchronize(const struct cuda_replica *r)
 {
-	struct ctx_switch c = enter_ctx(r);
+	struct ctx_switch c = cuda_enter_ctx(r);
 	int rc = cuda_synchronize();
-	leave_ctx(c);
+	cuda_leave_ctx(c);
 	return rc;
 }
 
@@ -535,7 +504,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 		if (blocks > 65535)
 			blocks = 65535;
 		rc = CU_CHECK(drv.launch_kernel(dk->fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
-						shim_stream(), params, NULL),
+						cuda_shim_stream(), params, NULL),
 			      "cuLaunchKernel (diff)");
 		/* The download on the same stream waits for the kernel. */
 		if (!rc)
@@ -582,7 +551,7 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 	void *params[] = {&rep_p, &base_p, &list, &n, &out_pages, &out_masks};
 	unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
 	rc = CU_CHECK(drv.launch_kernel(dk->gather, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
-					shim_stream(), params, NULL),
+					cuda_shim_stream(), params, NULL),
 		      "cuLaunchKernel (gather)");
 	if (!rc)
 		rc = copy_dtoh(dev_out, out_pages, npages * PG, "changes");
@@ -604,7 +573,7 @@ static int replica_rebase(void *rep, uint64_t first, uint64_t npages, const void
 {
 	struct cuda_replica *r = rep;
 	const struct diff_kernels *dk = diff_kernels_here();
-	CUstream s = shim_stream();
+	CUstream s = cuda_shim_stream();
 	if (!dk->rebase || !r->base || !r->rebase_cpu || !s)
 		return -ENOTSUP;
 	int rc = 0;
@@ -633,20 +602,20 @@ static int replica_rebase(void *rep, uint64_t first, uint64_t npages, const void
 
 bool cuda_replica_rebases_in_place(const struct cuda_replica *r, uint64_t npages)
 {
-	struct ctx_switch c = enter_ctx(r);
+	struct ctx_switch c = cuda_enter_ctx(r);
 	const struct diff_kernels *dk = diff_kernels_here();
 	bool yes = r->base && r->rebase_cpu && npages <= r->rebase_pages && dk->rebase && dk->rebase_loaded &&
-		   shim_stream();
-	leave_ctx(c);
+		   cuda_shim_stream();
+	cuda_leave_ctx(c);
 	return yes;
 }
 
 /* The operations, each in the replica's context. */
 #define IN_CTX(rep, call)                                   \
 	({                                                  \
-		struct ctx_switch c_ = enter_ctx(rep);      \
+		struct ctx_switch c_ = cuda_enter_ctx(rep);      \
 		int rc_ = (call);                           \
-		leave_ctx(c_);                              \
+		cuda_leave_ctx(c_);                              \
 		rc_;                                        \
 	})
 
@@ -696,7 +665,7 @@ const struct device_ops cuda_device_ops = {
  * page), allocated with the replica, and the diff kernel loaded: at a sync
  * the program's kernels may still run, and neither a module load nor an
  * allocation may have to wait for them then. */
-static int alloc_base(struct cuda_replica *r, bool writable)
+int cuda_alloc_base(struct cuda_replica *r, bool writable)
 {
 	if (!writable)
 		return 0;
@@ -711,153 +680,6 @@ static int alloc_base(struct cuda_replica *r, bool writable)
 	    !CU_CHECK(drv.mem_alloc(&r->rebase_cpu, staging * PG), "cuMemAlloc (the CPU's bytes of a rebase)"))
 		r->rebase_pages = staging;
 	return rc;
-}
-
-static int create_managed(struct cuda_replica *r, bool writable)
-{
-	if (!drv.mem_alloc_managed)
-		return -ENOTSUP;
-	int rc = CU_CHECK(drv.mem_alloc_managed(&r->dptr, r->len, CU_MEM_ATTACH_GLOBAL),
-			  "cuMemAllocManaged (device replica)");
-	if (rc)
-		return rc;
-	rc = alloc_base(r, writable);
-	if (rc) {
-		(void)CU_FREE(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
-		r->dptr = 0;
-	}
-	return rc;
-}
-
-size_t cuda_vmm_granularity(int device)
-{
-	if (!drv.granularity)
-		return 0;
-	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
-				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
-	size_t g = 0;
-	if (CU_CHECK(drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-		     "cuMemGetAllocationGranularity"))
-		return 0;
-	return g;
-}
-
-/* Device memory at [span_start, span_start + span_len), in a reservation
- * of [span_start, span_start + reserve_len), which the caller has made free
- * in this process (the CPU replica moved aside). */
-static int create_vmm(struct cuda_replica *r, uintptr_t span_start, size_t span_len, size_t reserve_len)
-{
-	if (!drv.address_reserve || !drv.mem_create || !drv.mem_map || !drv.set_access)
-		return -ENOTSUP;
-	CUdeviceptr got = 0;
-	int rc = CU_CHECK(drv.address_reserve(&got, reserve_len, 0, (CUdeviceptr)span_start, 0),
-			  "cuMemAddressReserve");
-	if (rc)
-		return rc;
-	if (got != (CUdeviceptr)span_start) {
-		/* The address is only a hint: the driver chose another. */
-		gaia_log(GAIA_LOG_INFO, "cuMemAddressReserve(%zu bytes at %#lx) gave %#llx instead",
-			 reserve_len, (unsigned long)span_start, (unsigned long long)got);
-		(void)CU_FREE(drv.address_free(got, reserve_len), "cuMemAddressFree (freeing device memory)");
-		return -EADDRINUSE;
-	}
-	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
-				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device}};
-	CUmemAccessDesc access = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-	rc = CU_CHECK(drv.mem_create(&r->handle, span_len, &prop, 0), "cuMemCreate");
-	if (rc)
-		goto free_va;
-	rc = CU_CHECK(drv.mem_map((CUdeviceptr)span_start, span_len, 0, r->handle, 0), "cuMemMap");
-	if (rc)
-		goto release;
-	rc = CU_CHECK(drv.set_access((CUdeviceptr)span_start, span_len, &access, 1), "cuMemSetAccess");
-	if (rc)
-		goto unmap;
-	r->span_start = span_start;
-	r->span_len = span_len;
-	r->reserve_len = reserve_len;
-	return 0;
-unmap:
-	(void)CU_FREE(drv.mem_unmap((CUdeviceptr)span_start, span_len), "cuMemUnmap (freeing device memory)");
-release:
-	(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
-free_va:
-	(void)CU_FREE(drv.address_free((CUdeviceptr)span_start, reserve_len), "cuMemAddressFree (freeing device memory)");
-	return rc;
-}
-
-int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr_t addr,
-			size_t len, bool writable, uintptr_t span_start, size_t span_len, size_t reserve_len)
-{
-	if (!cuda_backend_ready())
-		return -ENODEV;
-	memset(r, 0, sizeof(*r));
-	r->device = device;
-	r->len = len;
-	r->backing = backing;
-	if (CU_CHECK(drv.ctx_get_current(&r->ctx), "cuCtxGetCurrent (a replica's context)"))
-		r->ctx = NULL;
-	int rc;
-	if (backing == GAIA_BACKING_VMM) {
-		rc = create_vmm(r, span_start, span_len, reserve_len < span_len ? span_len : reserve_len);
-		if (!rc) {
-			r->dptr = (CUdeviceptr)addr;
-			rc = alloc_base(r, writable);
-			if (rc)
-				cuda_replica_destroy(r);
-		}
-	} else {
-		rc = create_managed(r, writable);
-	}
-	return rc;
-}
-
-int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
-{
-	int rc = CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
-	return rc ? rc : CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (probe)");
-}
-
-void cuda_replica_prefetch(struct cuda_replica *r)
-{
-	if (r->backing != GAIA_BACKING_MANAGED || !r->dirty_since_prefetch || !drv.prefetch)
-		return;
-	/* Uploads through the host window left blocks on the host; move them
-	 * in bulk instead of one fault each in the kernel. */
-	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
-	/* Only a hint: without it the pages move on demand. */
-	struct ctx_switch c = enter_ctx(r);
-	CUstream s = shim_stream();
-	if (!CU_CHECK(drv.prefetch(r->dptr, r->len, loc, 0, s), "cuMemPrefetchAsync (a hint)"))
-		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (after a prefetch)");
-	leave_ctx(c);
-	r->dirty_since_prefetch = false;
-}
-
-void cuda_replica_destroy(struct cuda_replica *r)
-{
-	if (!cuda_backend_ready())
-		return;
-	struct ctx_switch c = enter_ctx(r);
-	/* Its commits may still be queued on the shim's stream. */
-	(void)cuda_shim_settle();
-	if (r->changed)
-		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
-	if (r->gather_buf)
-		(void)CU_FREE(drv.mem_free(r->gather_buf), "cuMemFree (freeing device memory)");
-	if (r->rebase_cpu)
-		(void)CU_FREE(drv.mem_free(r->rebase_cpu), "cuMemFree (freeing device memory)");
-	if (r->base)
-		(void)CU_FREE(drv.mem_free(r->base), "cuMemFree (freeing device memory)");
-	if (r->backing == GAIA_BACKING_MANAGED && r->dptr)
-		(void)CU_FREE(drv.mem_free(r->dptr), "cuMemFree (freeing device memory)");
-	if (r->backing == GAIA_BACKING_VMM && r->span_len) {
-		(void)CU_FREE(drv.mem_unmap((CUdeviceptr)r->span_start, r->span_len), "cuMemUnmap (freeing device memory)");
-		(void)CU_FREE(drv.mem_release(r->handle), "cuMemRelease (freeing device memory)");
-		(void)CU_FREE(drv.address_free((CUdeviceptr)r->span_start, r->reserve_len), "cuMemAddressFree (freeing device memory)");
-	}
-	leave_ctx(c);
-	memset(r, 0, sizeof(*r));
 }
 
 int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, size_t *offset,
