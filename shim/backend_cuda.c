@@ -705,18 +705,21 @@ int cuda_func_param(const void *func, enum gpu_func_kind kind, size_t index, siz
 		/* From the libcudart the program loaded, wherever (a runtime-API
 		 * launch names a host stub, not a driver function); without a way
 		 * to keep the program's last error clean, not asked. */
-		const struct cuda_calls *rt = cuda_runtime_calls();
-		if (!rt->rt_func_param_info || !rt->rt_peek_error || !rt->rt_get_error)
+		gaia_rt_func_param_info_fn info =
+			(gaia_rt_func_param_info_fn)cuda_runtime_real_for(func, "cudaFuncGetParamInfo");
+		gaia_rt_error_fn peek = (gaia_rt_error_fn)cuda_runtime_real_for(func, "cudaPeekAtLastError");
+		gaia_rt_error_fn get = (gaia_rt_error_fn)cuda_runtime_real_for(func, "cudaGetLastError");
+		if (!info || !peek || !get)
 			return -ENOTSUP;
 		/* Asking past the last parameter is an error the runtime records
 		 * as the program's last error: clear it, unless the program had
 		 * one pending already. */
-		bool clean = rt->rt_peek_error() == cudaSuccess;
-		cudaError_t rc = rt->rt_func_param_info(func, index, offset, size);
+		bool clean = peek() == cudaSuccess;
+		cudaError_t rc = info(func, index, offset, size);
 		if (rc == cudaSuccess)
 			return 0;
 		if (clean)
-			rt->rt_get_error();
+			get();
 		return rc == cudaErrorInvalidValue ? -ENOENT : -EIO;
 	}
 	return -ENOTSUP;

@@ -3,15 +3,16 @@
  *
  * What the shim *hooks* is the other table (cuda_hooks.h): the rows a
  * program's calls reach. This one is what the shim calls on its own
- * account: its replicas, copies, waits and queries. Columns: the field,
- * the library (DRV: the libcuda.so.1 the program loaded; RT: the
- * libcudart the program loaded, in the global scope or in a dlopened
- * library's local one), the ABI name, its type, and its role:
+ * account: its replicas, copies, waits and queries, from the libcuda.so.1
+ * the program loaded. Columns: the field, the ABI name, its type, and its
+ * role:
  *   CORE  the shim moves no page to a device without it (cuda_backend_ready);
  *   VMM   the vmm backing needs it (without it, replicas go to managed memory);
  *   OPT   a feature that works, less well, without it (named where used).
- * Driver rows are looked up once the driver is loaded; runtime rows again
- * whenever a library was loaded since the last look and one is missing. */
+ * Driver rows are looked up once the driver is loaded. The runtime's
+ * functions (a runtime-API launch names a host stub whose parameters only
+ * the runtime that registered it knows) are looked up per calling object:
+ * cuda_runtime_real_for. */
 #ifndef GAIA_CUDA_CALLS_H
 #define GAIA_CUDA_CALLS_H
 
@@ -76,19 +77,9 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000, OPT)                                          \
 	X(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", PFN_cuThreadExchangeStreamCaptureMode_v10010, OPT)
 
-/* The runtime's calls: a runtime-API launch names a host stub whose
- * parameters only the runtime knows, and the runtime makes its context
- * lazily (cudaFree(NULL) does only that). */
-#define CUDA_RUNTIME_CALLS(X)                                                              \
-	X(rt_func_param_info, "cudaFuncGetParamInfo", gaia_rt_func_param_info_fn, OPT)     \
-	X(rt_peek_error, "cudaPeekAtLastError", gaia_rt_error_fn, OPT)                     \
-	X(rt_get_error, "cudaGetLastError", gaia_rt_error_fn, OPT)                         \
-	X(rt_free, "cudaFree", gaia_rt_free_fn, OPT)
-
 struct cuda_calls {
 #define CUDA_CALL_FIELD(field, name, type, role) type field;
 	CUDA_DRIVER_CALLS(CUDA_CALL_FIELD)
-	CUDA_RUNTIME_CALLS(CUDA_CALL_FIELD)
 #undef CUDA_CALL_FIELD
 };
 
@@ -96,10 +87,6 @@ struct cuda_calls {
  * rows before that, or where the driver lacks the name). Lock-free after
  * the first look. */
 GAIA_HIDDEN const struct cuda_calls *cuda_calls(void);
-
-/* The same with the runtime rows looked up again if a library was loaded
- * since a row was last found missing. */
-GAIA_HIDDEN const struct cuda_calls *cuda_runtime_calls(void);
 
 /* Whether every CORE row is there (the driver is loaded and complete
  * enough for device replicas). */
@@ -113,6 +100,15 @@ GAIA_HIDDEN void *cuda_real(const char *abi_name);
 /* The real runtime-API function with this name: RTLD_NEXT when libcudart
  * is in the global scope, else a libcudart.so* loaded in a local scope. */
 GAIA_HIDDEN void *cuda_runtime_real(const char *name);
+
+/* The runtime-API function `name` as code in the object that contains
+ * `addr` (a caller's return address, a kernel's host stub) reaches it
+ * without the shim: the global scope after the shim, else that object's
+ * own scope (a runtime linked into it, or loaded with it in a local scope
+ * under any name), else any libcudart.so* loaded. Each object keeps the
+ * runtime it was built with: two plugins may carry two. Cached per
+ * object and name; thread-safe. NULL when none is found. */
+GAIA_HIDDEN void *cuda_runtime_real_for(const void *addr, const char *name);
 
 /* The dlsym after the shim's own (libc's, or the next interposer's). */
 GAIA_HIDDEN void *cuda_loader_dlsym(void *handle, const char *name);

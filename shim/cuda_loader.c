@@ -177,7 +177,6 @@ void *cuda_runtime_real(const char *abi_name)
 
 static struct cuda_calls calls;
 static bool driver_looked, core_present;
-static unsigned long runtime_looked_adds; /* dlpi_adds at the last look; 0: never */
 static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const struct cuda_calls *cuda_calls(void)
@@ -212,39 +211,62 @@ bool cuda_calls_core(void)
 	return __atomic_load_n(&driver_looked, __ATOMIC_ACQUIRE) && core_present;
 }
 
-/* How many objects the process has loaded so far (dlpi_adds). */
-static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
+/* ------------------------------------------------------------------ */
+/* The runtime, per calling object                                    */
+
+#define RT_CACHE 64
+static struct {
+	const void *base; /* the calling object's load address */
+	const char *name; /* a string literal of the caller's */
+	void *fn;
+} rt_cache[RT_CACHE];
+static unsigned rt_cached;
+static pthread_mutex_t rt_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool in_shim(const void *fn)
 {
-	(void)size;
-	*(unsigned long long *)arg = info->dlpi_adds;
-	return 1;
+	Dl_info self, it;
+	return dladdr((const void *)cuda_runtime_real_for, &self) && dladdr(fn, &it) &&
+	       self.dli_fbase == it.dli_fbase;
 }
 
-const struct cuda_calls *cuda_runtime_calls(void)
+/* `name` in the scope of the object loaded at `fname` (itself and its
+ * dependencies; the main program's is the global one), not the shim's. */
+static void *in_scope_of(const char *fname, const char *name)
 {
-	const struct cuda_calls *c = cuda_calls();
-	bool missing = false;
-#define MISSING(field, name, type, role) missing |= !__atomic_load_n(&c->field, __ATOMIC_ACQUIRE);
-	CUDA_RUNTIME_CALLS(MISSING)
-#undef MISSING
-	if (!missing)
-		return c;
-	unsigned long long adds = 0;
-	dl_iterate_phdr(count_adds, &adds);
-	pthread_mutex_lock(&calls_lock);
-	if (adds != runtime_looked_adds) {
-		runtime_looked_adds = adds;
-		/* Every row from one runtime (the one the runtime hooks forward
-		 * to): the last-error calls must be those of the runtime that
-		 * answered the parameter query. */
-		void *h = dlsym(RTLD_NEXT, "cudaGetLastError") ? RTLD_NEXT : local_libcudart();
-#define LOOK(field, name, type, role)                                                                    \
-	__atomic_store_n(&calls.field,                                                                   \
-			 (type)(h == RTLD_NEXT ? dlsym(RTLD_NEXT, name) : h ? cuda_loader_dlsym(h, name) : NULL), \
-			 __ATOMIC_RELEASE);
-		CUDA_RUNTIME_CALLS(LOOK)
-#undef LOOK
+	void *h = dlopen(fname && *fname ? fname : NULL, RTLD_NOW | RTLD_NOLOAD);
+	void *fn = h ? cuda_loader_dlsym(h, name) : NULL;
+	if (h)
+		dlclose(h);
+	return fn && !in_shim(fn) ? fn : NULL;
+}
+
+void *cuda_runtime_real_for(const void *addr, const char *name)
+{
+	Dl_info info;
+	bool known = addr && dladdr(addr, &info) && info.dli_fbase;
+	void *fn = NULL;
+
+	pthread_mutex_lock(&rt_cache_lock);
+	for (unsigned i = 0; known && i < rt_cached; i++) {
+		if (rt_cache[i].base == info.dli_fbase && strcmp(rt_cache[i].name, name) == 0) {
+			fn = rt_cache[i].fn;
+			break;
+		}
 	}
-	pthread_mutex_unlock(&calls_lock);
-	return c;
+	pthread_mutex_unlock(&rt_cache_lock);
+	if (fn)
+		return fn;
+	fn = dlsym(RTLD_NEXT, name);
+	if (!fn && known)
+		fn = in_scope_of(info.dli_fname, name);
+	if (!fn)
+		fn = cuda_runtime_real(name);
+	if (!fn || !known)
+		return fn;
+	pthread_mutex_lock(&rt_cache_lock);
+	if (rt_cached < RT_CACHE)
+		rt_cache[rt_cached++] = (__typeof__(rt_cache[0])){info.dli_fbase, name, fn};
+	pthread_mutex_unlock(&rt_cache_lock);
+	return fn;
 }

@@ -11,6 +11,11 @@
 /* ------------------------------------------------------------------ */
 /* Runtime-API hooks (a shared libcudart)                             */
 
+/* The runtime function behind a hook, as its caller (the object the
+ * exported wrapper returns to) reaches it without the shim: a plugin may
+ * carry a runtime of its own (cuda_calls.h). */
+#define RT_REAL_OF(abi) ((__typeof__(&abi))cuda_runtime_real_for(__builtin_return_address(0), #abi))
+
 /* The protocol speaks CUresult; it only tells success from failure. */
 static CUresult runtime_rc(cudaError_t e)
 {
@@ -56,13 +61,13 @@ static cudaError_t runtime_launch(__typeof__(&cudaLaunchKernel) real, bool pt, c
 GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 						    size_t sharedMem, cudaStream_t stream)
 {
-	return runtime_launch(REAL_OF(cudaLaunchKernel), false, func, gridDim, blockDim, args, sharedMem, stream);
+	return runtime_launch(RT_REAL_OF(cudaLaunchKernel), false, func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 							 size_t sharedMem, cudaStream_t stream)
 {
-	return runtime_launch(REAL_OF(cudaLaunchKernel_ptsz), true, func, gridDim, blockDim, args, sharedMem,
+	return runtime_launch(RT_REAL_OF(cudaLaunchKernel_ptsz), true, func, gridDim, blockDim, args, sharedMem,
 			      stream);
 }
 
@@ -88,49 +93,49 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 g
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
-	__typeof__(&cudaDeviceSynchronize) real = REAL_OF(cudaDeviceSynchronize);
+	__typeof__(&cudaDeviceSynchronize) real = RT_REAL_OF(cudaDeviceSynchronize);
 
 	RUNTIME_SYNC(real, real(), GPU_SYNC_CONTEXT, true);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
 {
-	__typeof__(&cudaStreamSynchronize) real = REAL_OF(cudaStreamSynchronize);
+	__typeof__(&cudaStreamSynchronize) real = RT_REAL_OF(cudaStreamSynchronize);
 
 	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-	__typeof__(&cudaStreamSynchronize_ptsz) real = REAL_OF(cudaStreamSynchronize_ptsz);
+	__typeof__(&cudaStreamSynchronize_ptsz) real = RT_REAL_OF(cudaStreamSynchronize_ptsz);
 
 	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, true);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
 {
-	__typeof__(&cudaEventSynchronize) real = REAL_OF(cudaEventSynchronize);
+	__typeof__(&cudaEventSynchronize) real = RT_REAL_OF(cudaEventSynchronize);
 
 	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, true);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
 {
-	__typeof__(&cudaStreamQuery) real = REAL_OF(cudaStreamQuery);
+	__typeof__(&cudaStreamQuery) real = RT_REAL_OF(cudaStreamQuery);
 
 	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream)
 {
-	__typeof__(&cudaStreamQuery_ptsz) real = REAL_OF(cudaStreamQuery_ptsz);
+	__typeof__(&cudaStreamQuery_ptsz) real = RT_REAL_OF(cudaStreamQuery_ptsz);
 
 	RUNTIME_SYNC(real, real(stream), GPU_SYNC_STREAM, e_ == cudaSuccess);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
 {
-	__typeof__(&cudaEventQuery) real = REAL_OF(cudaEventQuery);
+	__typeof__(&cudaEventQuery) real = RT_REAL_OF(cudaEventQuery);
 
 	RUNTIME_SYNC(real, real(event), GPU_SYNC_EVENT, e_ == cudaSuccess);
 }
@@ -148,7 +153,7 @@ static bool runtime_memcpy_is_host_sync(void *dst, const void *src, enum cudaMem
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	__typeof__(&cudaMemcpy) real = REAL_OF(cudaMemcpy);
+	__typeof__(&cudaMemcpy) real = RT_REAL_OF(cudaMemcpy);
 
 	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
 		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
@@ -156,7 +161,7 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t 
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	__typeof__(&cudaMemcpy_ptds) real = REAL_OF(cudaMemcpy_ptds);
+	__typeof__(&cudaMemcpy_ptds) real = RT_REAL_OF(cudaMemcpy_ptds);
 
 	RUNTIME_SYNC(real, real(dst, src, count, kind), GPU_SYNC_COPY,
 		     e_ == cudaSuccess && runtime_memcpy_is_host_sync(dst, src, kind));
@@ -193,7 +198,7 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char *s
 								    unsigned int cudaVersion, unsigned long long flags,
 								    enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion), false, symbol, funcPtr, cudaVersion,
+	return entry_point_by_version(RT_REAL_OF(cudaGetDriverEntryPointByVersion), false, symbol, funcPtr, cudaVersion,
 				      flags, driverStatus);
 }
 
@@ -202,7 +207,7 @@ GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const ch
 									 unsigned long long flags,
 									 enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point_by_version(REAL_OF(cudaGetDriverEntryPointByVersion_ptsz), true, symbol, funcPtr,
+	return entry_point_by_version(RT_REAL_OF(cudaGetDriverEntryPointByVersion_ptsz), true, symbol, funcPtr,
 				      cudaVersion, flags, driverStatus);
 }
 
@@ -230,14 +235,14 @@ static cudaError_t entry_point(__typeof__(&cudaGetDriverEntryPoint) real, const 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
 							   enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point(REAL_OF(cudaGetDriverEntryPoint), symbol, funcPtr, flags, driverStatus);
+	return entry_point(RT_REAL_OF(cudaGetDriverEntryPoint), symbol, funcPtr, flags, driverStatus);
 }
 
 GAIA_EXPORT cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
 								unsigned long long flags,
 								enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point(REAL_OF(cudaGetDriverEntryPoint_ptsz), symbol, funcPtr, flags, driverStatus);
+	return entry_point(RT_REAL_OF(cudaGetDriverEntryPoint_ptsz), symbol, funcPtr, flags, driverStatus);
 }
 
 /* The table's hidden aliases of the runtime wrappers. */

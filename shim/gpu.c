@@ -283,7 +283,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	if (L->device < 0 && L->kind == GPU_FUNC_RUNTIME) {
 		/* The runtime creates its context lazily, inside this very
 		 * launch: have it do so now (cudaFree(NULL) does only that). */
-		gaia_rt_free_fn runtime_free = cuda_runtime_calls()->rt_free;
+		gaia_rt_free_fn runtime_free = (gaia_rt_free_fn)cuda_runtime_real_for(L->func, "cudaFree");
 		if (runtime_free && runtime_free(NULL) == cudaSuccess)
 			L->device = cuda_current_device();
 	}
