@@ -120,7 +120,9 @@ void *hook_real(enum hook_id id)
 
 	if (p)
 		return p;
-	p = hooks[id].lib == DRV ? cuda_real(hooks[id].abi) : cuda_runtime_real(hooks[id].abi);
+	/* A runtime row: the global scope after the shim only; a runtime in
+	 * a caller's own scope is the caller's (cuda_runtime_real_for). */
+	p = hooks[id].lib == DRV ? cuda_real(hooks[id].abi) : dlsym(RTLD_NEXT, hooks[id].abi);
 	if (p)
 		hook_remember(id, p);
 	return p;

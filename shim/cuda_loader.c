@@ -241,15 +241,39 @@ static void *in_scope_of(const char *fname, const char *name)
 	return fn && !in_shim(fn) ? fn : NULL;
 }
 
+/* The object that contains addr: its load address and file name (""
+ * for the main program). _dl_find_object needs no symbol search, unlike
+ * dladdr. */
+static bool object_of(const void *addr, const void **base, const char **fname)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+	struct dl_find_object o;
+	if (_dl_find_object((void *)addr, &o) == 0 && o.dlfo_link_map) {
+		*base = o.dlfo_map_start;
+		*fname = o.dlfo_link_map->l_name;
+		return true;
+	}
+	return false;
+#else
+	Dl_info info;
+	if (!dladdr(addr, &info) || !info.dli_fbase)
+		return false;
+	*base = info.dli_fbase;
+	*fname = info.dli_fname;
+	return true;
+#endif
+}
+
 void *cuda_runtime_real_for(const void *addr, const char *name)
 {
-	Dl_info info;
-	bool known = addr && dladdr(addr, &info) && info.dli_fbase;
+	const void *base = NULL;
+	const char *fname = NULL;
+	bool known = addr && object_of(addr, &base, &fname);
 	void *fn = NULL;
 
 	pthread_mutex_lock(&rt_cache_lock);
 	for (unsigned i = 0; known && i < rt_cached; i++) {
-		if (rt_cache[i].base == info.dli_fbase && strcmp(rt_cache[i].name, name) == 0) {
+		if (rt_cache[i].base == base && strcmp(rt_cache[i].name, name) == 0) {
 			fn = rt_cache[i].fn;
 			break;
 		}
@@ -259,14 +283,14 @@ void *cuda_runtime_real_for(const void *addr, const char *name)
 		return fn;
 	fn = dlsym(RTLD_NEXT, name);
 	if (!fn && known)
-		fn = in_scope_of(info.dli_fname, name);
+		fn = in_scope_of(fname, name);
 	if (!fn)
 		fn = cuda_runtime_real(name);
 	if (!fn || !known)
 		return fn;
 	pthread_mutex_lock(&rt_cache_lock);
 	if (rt_cached < RT_CACHE)
-		rt_cache[rt_cached++] = (__typeof__(rt_cache[0])){info.dli_fbase, name, fn};
+		rt_cache[rt_cached++] = (__typeof__(rt_cache[0])){base, name, fn};
 	pthread_mutex_unlock(&rt_cache_lock);
 	return fn;
 }

@@ -13,8 +13,16 @@
 
 /* The runtime function behind a hook, as its caller (the object the
  * exported wrapper returns to) reaches it without the shim: a plugin may
- * carry a runtime of its own (cuda_calls.h). */
-#define RT_REAL_OF(abi) ((__typeof__(&abi))cuda_runtime_real_for(__builtin_return_address(0), #abi))
+ * carry a runtime of its own (cuda_calls.h). Evaluated in the exported
+ * wrapper itself, so that the return address is the caller's. */
+#define RT_REAL_OF(abi) ((__typeof__(&abi))runtime_real(HOOK_##abi, __builtin_return_address(0), #abi))
+
+/* One atomic load when the global scope has a runtime (the usual case). */
+static inline void *runtime_real(enum hook_id id, const void *caller, const char *name)
+{
+	void *p = hook_real(id);
+	return p ? p : cuda_runtime_real_for(caller, name);
+}
 
 /* The protocol speaks CUresult; it only tells success from failure. */
 static CUresult runtime_rc(cudaError_t e)
