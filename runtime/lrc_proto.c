@@ -51,12 +51,13 @@ static const char *copy_name(struct name_copy *c, const char *name)
 }
 
 /* Drops the lock, waits for dev, takes the lock again: dev is idle. */
-static void wait_unlocked(const struct lrc_host *h, struct lrc_devices *ds, int dev, const char *name)
+static void wait_unlocked(const struct lrc_host *h, struct lrc_devices *ds, int dev, const char *name,
+			  enum lrc_wait why)
 {
 	struct name_copy c;
 	copy_name(&c, name);
 	h->unlock(h->ctx);
-	h->wait_device(h->ctx, dev, c.s);
+	h->wait_device(h->ctx, dev, c.s, why);
 	h->lock(h->ctx);
 	ds->busy[dev] = false;
 	ds->waits[dev]++;
@@ -76,7 +77,7 @@ int lrc_proto_launch(const struct lrc_host *h, struct lrc_devices *ds, int dev)
 	if (ds->busy[dev]) {
 		const char *name;
 		if (must_wait(h, dev, &name, &rebased))
-			wait_unlocked(h, ds, dev, name);
+			wait_unlocked(h, ds, dev, name, LRC_WAIT_CHANGE);
 		else
 			learned = true;
 	}
@@ -86,6 +87,15 @@ again:
 		enum lrc_want want = h->wants(h->ctx, r);
 		if (!existed && want == LRC_WANT_NOT)
 			continue;
+		if (!existed && ds->busy[dev] && h->creating_needs_idle && h->creating_needs_idle(r, dev)) {
+			/* Making it would wait for the running kernels with the
+			 * lock held: they are waited for without it first. */
+			wait_unlocked(h, ds, dev, h->name(r), LRC_WAIT_CREATE);
+			rebased = NULL;
+			learned = false;
+			h->restart(h->ctx);
+			goto again;
+		}
 		if (!(learned && existed))
 			h->learn(r);
 		int made = h->ensure_replica(r, dev);
@@ -108,7 +118,7 @@ again:
 			struct lrc_rebase_extent rebase;
 			unsigned kinds = lrc_launch_moves(e, dev, &rebase);
 			if (h->needs_idle(r, dev, kinds, rebase.pages)) {
-				wait_unlocked(h, ds, dev, h->name(r));
+				wait_unlocked(h, ds, dev, h->name(r), LRC_WAIT_CHANGE);
 				rebased = NULL;
 				learned = false;
 				h->restart(h->ctx); /* a refused launch stays refused */

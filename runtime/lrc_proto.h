@@ -10,7 +10,8 @@
  *     first (learn what the CPU and other processes changed, ask each
  *     region whether the launch would change bytes those kernels may
  *     use); if one would, wait for d without the lock, then go on. Then,
- *     per region d holds or the launch reaches: learn, make the replica,
+ *     per region d holds or the launch reaches: learn, make the replica
+ *     (once d is idle, waited for without the lock, should making it wait),
  *     plan (CPU release + d's acquire), carry the plan out; a region whose
  *     plan could not be carried out refuses the launch, and d forgets it
  *     when it held no unreleased writes there. d is busy after.
@@ -42,6 +43,12 @@ enum lrc_want {
 	LRC_WANT_NEEDED,  /* an argument points into it: no replica refuses the launch */
 };
 
+/* Why a launch waits for the kernels running on its device. */
+enum lrc_wait {
+	LRC_WAIT_CHANGE, /* it would change bytes they may use */
+	LRC_WAIT_CREATE, /* making a replica would wait for them, lock held */
+};
+
 /* Why a plan is carried out. */
 enum lrc_run {
 	LRC_RUN_LAUNCH,  /* a launch's CPU release + device acquire */
@@ -69,12 +76,17 @@ struct lrc_host {
 	/* Whether actions of these kinds (LRC_MOVES_*) on region's replica on
 	 * dev must wait for the kernels launched earlier there. */
 	bool (*needs_idle)(void *region, int dev, unsigned kinds, uint64_t rebase_pages);
+	/* Whether making region's first replica on dev would wait for the
+	 * kernels running there (the driver synchronizes): it is then made
+	 * with the device idle, waited for without the lock. NULL: never. */
+	bool (*creating_needs_idle)(void *region, int dev);
 	/* Carries out region's plan (and empties it): 0, or -errno when an
 	 * action failed. */
 	int (*run_plan)(void *region, int dev, enum lrc_run why);
 	/* Waits, without the lock, until every kernel launched on dev has
-	 * finished; region_name names what the launch would change. */
-	void (*wait_device)(void *ctx, int dev, const char *region_name);
+	 * finished; region_name names what the launch would change (why:
+	 * LRC_WAIT_CHANGE) or the replica it would make (LRC_WAIT_CREATE). */
+	void (*wait_device)(void *ctx, int dev, const char *region_name, enum lrc_wait why);
 	/* A launch starts over after a wait: what launched() was told before
 	 * is told again. */
 	void (*restart)(void *ctx);

@@ -12,6 +12,7 @@
 	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
 	X(snapshot_releases, "syncs", "syncs released while kernels still ran on other streams") \
 	X(launch_waits, "launches", "launches that waited for kernels launched earlier, to change device bytes they may read") \
+	X(teardown_waits, "waits", "waits (without the shim's locks) for kernels that may use a mapping being unmapped or made writable") \
 	X(running_rebases, "launches", "launches that rebased regions on the device while kernels launched earlier ran (GAIA_RUNNING_KERNELS=shared)") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \

@@ -275,7 +275,13 @@ void cuda_leave_ctx(struct ctx_switch s)
 
 int cuda_replica_synchronize(const struct cuda_replica *r)
 {
-	struct ctx_switch c = cuda_enter_ctx(r);
+	return cuda_ctx_synchronize(r->ctx);
+}
+
+int cuda_ctx_synchronize(CUcontext ctx)
+{
+	struct cuda_replica r = {.ctx = ctx};
+	struct ctx_switch c = cuda_enter_ctx(&r);
 	int rc = cuda_synchronize();
 	cuda_leave_ctx(c);
 	return rc;

@@ -47,6 +47,8 @@ GAIA_HIDDEN int cuda_synchronize(void);
 /* The same in the context of a replica, from any thread. */
 struct cuda_replica;
 GAIA_HIDDEN int cuda_replica_synchronize(const struct cuda_replica *r);
+/* Waits until every kernel in ctx (NULL: the current context) finished. */
+GAIA_HIDDEN int cuda_ctx_synchronize(CUcontext ctx);
 /* Waits for the device work the shim queued on its own stream (base
  * copies, commits) and no other wait has covered; before a launch of the
  * program on any stream (the shim's is ordered after no other). Another

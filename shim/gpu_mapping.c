@@ -174,14 +174,80 @@ bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 	return false;
 }
 
+/* What the calling thread last waited for in gpu_mappings_quiesce: per
+ * device, the number of launches planned before that wait (under
+ * mapping_lock), or UINT64_MAX. While the count is still that, every
+ * kernel launched there has finished: a launch plans (counted) before its
+ * kernel is queued, and launches are serialized (gpu.c's launch_window),
+ * so only a launch racing with the caller's own munmap could queue one
+ * after the wait. */
+static __thread uint64_t quiesced_at[TSVT_MAX_DEVICES] __attribute__((tls_model("initial-exec")));
+static __thread bool quiesced_valid __attribute__((tls_model("initial-exec")));
+
+/* Under mapping_lock: no kernel launched on dev may still run. */
+static bool device_idle_locked(int dev)
+{
+	return !devices.busy[dev] || (quiesced_valid && quiesced_at[dev] == devices.launches[dev]);
+}
+
+static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
+{
+	return (uintptr_t)addr < m->start + m->len && (uintptr_t)addr + len > m->start;
+}
+
+/* A few rounds: a launch in another thread between a wait and the look
+ * after it makes another round; after the last, what is left waits under
+ * the lock, in gpu_mapping_forget_locked. */
+#define QUIESCE_ROUNDS 3
+
+void gpu_mappings_quiesce(const void *addr, size_t len)
+{
+	for (int round = 0; round < QUIESCE_ROUNDS; round++) {
+		CUcontext ctx[TSVT_MAX_DEVICES];
+		bool wait[TSVT_MAX_DEVICES] = {false};
+		uint64_t seq[TSVT_MAX_DEVICES];
+		bool any = false;
+		pthread_mutex_lock(&mapping_lock);
+		for (const struct gaia_mapping *m = mappings; m; m = m->next) {
+			if (!overlaps(m, addr, len))
+				continue;
+			for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+				if (!m->replicas[d] || wait[d] || device_idle_locked(d))
+					continue;
+				wait[d] = any = true;
+				ctx[d] = ((const struct cuda_replica *)m->replicas[d])->ctx;
+			}
+		}
+		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+			seq[d] = devices.launches[d];
+		pthread_mutex_unlock(&mapping_lock);
+		if (!any)
+			return;
+		for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+			if (!wait[d])
+				continue;
+			/* An error is the program's to see at its own sync. */
+			(void)cuda_ctx_synchronize(ctx[d]);
+			stats_add(GAIA_STAT_teardown_waits, 1);
+		}
+		/* Only the devices waited for are known idle at seq. */
+		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+			quiesced_at[d] = wait[d] ? seq[d] : (quiesced_valid ? quiesced_at[d] : UINT64_MAX);
+		quiesced_valid = true;
+	}
+}
+
 void gpu_mapping_forget_locked(struct gaia_mapping *m)
 {
 	if (!gpu_mapping_any_replica(m))
 		return;
-	/* What kernels wrote and no sync released yet reaches the file now. */
+	/* What kernels wrote and no sync released yet reaches the file now:
+	 * once they finished (gpu_mappings_quiesce waited for them without
+	 * the lock, unless the device got a launch since). */
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && m->engine.epoch_open[d]) {
-			cuda_replica_synchronize(m->replicas[d]);
+			if (!device_idle_locked(d))
+				cuda_replica_synchronize(m->replicas[d]);
 			(void)lrc_proto_release(&host, m, d, false);
 		}
 	}
@@ -424,6 +490,19 @@ static void wait_for_earlier_kernels(int dev, const char *path, bool isolated)
 	stats_add(GAIA_STAT_launch_waits, 1);
 }
 
+/* Called without the mapping lock; `path` is copied first. */
+static void wait_to_create_replica(int dev, const char *path)
+{
+	watched_wait(WAIT_EARLIER_KERNELS, cuda_synchronize,
+		     "a kernel launch on device %d has waited %d s for the kernels launched earlier there: "
+		     "%s gets its first device copy, and under GAIA_BACKING=vmm making one waits for the "
+		     "device (cuMemSetAccess synchronizes). If one of those kernels waits for the host to "
+		     "act after this launch, it never ends; GAIA_BACKING=managed makes the copy without "
+		     "waiting",
+		     dev, LAUNCH_WAIT_NOTE_S, path);
+	stats_add(GAIA_STAT_launch_waits, 1);
+}
+
 /* GAIA_RUNNING_KERNELS=shared, after rebases queued while kernels run: the
  * launch goes on once the rebase kernel ran, which needs room on the
  * device next to them. */
@@ -515,6 +594,14 @@ static bool host_needs_idle(void *region, int dev, unsigned kinds, uint64_t reba
 	return moves_need_idle_device(region, dev, kinds, rebase_pages);
 }
 
+/* Under vmm, the driver's cuMemSetAccess synchronizes the device (cuda.h
+ * marks it \note_sync). */
+static bool host_creating_needs_idle(void *region, int dev)
+{
+	const struct gaia_mapping *m = region;
+	return !m->replicas[dev] && !m->replica_failed[dev] && backing_for(dev) == GAIA_BACKING_VMM;
+}
+
 static int host_run_plan(void *region, int dev, enum lrc_run why)
 {
 	struct gaia_mapping *m = region;
@@ -533,10 +620,13 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 	return mapping_run_plan_locked(m);
 }
 
-static void host_wait_device(void *ctx, int dev, const char *region_name)
+static void host_wait_device(void *ctx, int dev, const char *region_name, enum lrc_wait why)
 {
 	const struct host_call *c = ctx;
-	wait_for_earlier_kernels(dev, region_name, c->isolated);
+	if (why == LRC_WAIT_CREATE)
+		wait_to_create_replica(dev, region_name);
+	else
+		wait_for_earlier_kernels(dev, region_name, c->isolated);
 }
 
 /* The translations found before the start over may name regions gone
@@ -606,6 +696,7 @@ static const struct lrc_host host = {
 	.learn = host_learn,
 	.ensure_replica = host_ensure_replica,
 	.needs_idle = host_needs_idle,
+	.creating_needs_idle = host_creating_needs_idle,
 	.run_plan = host_run_plan,
 	.wait_device = host_wait_device,
 	.restart = host_restart,

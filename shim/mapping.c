@@ -548,6 +548,10 @@ void mapping_forget_range(void *addr, size_t len)
 		return;
 	uintptr_t start = (uintptr_t)addr & ~(GAIA_PAGE - 1);
 	size_t span = (((uintptr_t)addr + len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1)) - start;
+	/* Kernels that may use those mappings are waited for first, without
+	 * the lock: a thread writing another managed file does not wait too. */
+	if (gpu_mappings_quiesce)
+		gpu_mappings_quiesce((void *)start, span);
 	pthread_mutex_lock(&mapping_lock);
 	/* munmap is a release point: what the CPU wrote there is published
 	 * before the pages go (the kernel keeps the bytes themselves). */

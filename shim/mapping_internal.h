@@ -74,6 +74,11 @@ GAIA_HIDDEN void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t
 /* Before pages of m go away (munmap, remap, exit): devices release what
  * they wrote, then every replica of m is freed. */
 GAIA_HIDDEN void gpu_mapping_forget_locked(struct gaia_mapping *m) __attribute__((weak));
+/* Without mapping_lock, before forgetting the mappings overlapping
+ * [addr, addr + len): waits for the kernels that may still run on the
+ * devices holding them, so that gpu_mapping_forget_locked (and freeing
+ * the replicas) need not wait with the lock held. */
+GAIA_HIDDEN void gpu_mappings_quiesce(const void *addr, size_t len) __attribute__((weak));
 /* In a forked child: the parent's device replicas are not this process's. */
 GAIA_HIDDEN void gpu_mapping_after_fork_locked(struct gaia_mapping *m) __attribute__((weak));
 

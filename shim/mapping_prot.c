@@ -75,6 +75,10 @@ static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_
 
 void mapping_made_writable(void *addr, size_t len)
 {
+	/* A read-only mapping made writable loses its device copies: the
+	 * kernels that may read them are waited for first, without the lock. */
+	if (gpu_mappings_quiesce)
+		gpu_mappings_quiesce(addr, len);
 	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		uintptr_t lo, hi;

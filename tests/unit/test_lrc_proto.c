@@ -40,6 +40,10 @@ struct fake {
 	int lie;             /* needs_idle answers "no" this many times first */
 	bool rebase_on_device; /* needs_idle: a rebase keeps running kernels' stores */
 	int unmap_during_wait; /* region index removed while the launch waits, or -1 */
+	bool creating_waits;   /* making a replica would wait for the device */
+	enum lrc_wait last_why;
+	bool created_busy;     /* a replica was made while the device was busy */
+	struct lrc_devices *devs;
 };
 
 static void f_lock(void *ctx)
@@ -109,8 +113,17 @@ static int f_ensure_replica(void *region, int dev)
 		return 0;
 	if (r->replica_err)
 		return r->replica_err;
+	if (fake_of->creating_waits && fake_of->devs->busy[dev])
+		fake_of->created_busy = true;
 	r->holds[dev] = true;
 	return 0;
+}
+
+static bool f_creating_needs_idle(void *region, int dev)
+{
+	struct fake_region *r = region;
+	assert_true(fake_of->locked);
+	return fake_of->creating_waits && !r->holds[dev] && !r->replica_err;
 }
 
 /* The shim's rule for GAIA_RUNNING_KERNELS=shared: an upload into a
@@ -151,12 +164,13 @@ static int f_run_plan(void *region, int dev, enum lrc_run why)
 	return 0;
 }
 
-static void f_wait_device(void *ctx, int dev, const char *name)
+static void f_wait_device(void *ctx, int dev, const char *name, enum lrc_wait why)
 {
 	struct fake *f = ctx;
 	(void)dev;
 	assert_false(f->locked); /* the point: never with the lock held */
 	f->waits++;
+	f->last_why = why;
 	snprintf(f->waited_for, sizeof(f->waited_for), "%s", name);
 	if (f->unmap_during_wait >= 0) {
 		/* munmap on another thread, while the lock is free */
@@ -217,6 +231,7 @@ static const struct lrc_host host_template = {
 	.learn = f_learn,
 	.ensure_replica = f_ensure_replica,
 	.needs_idle = f_needs_idle,
+	.creating_needs_idle = f_creating_needs_idle,
 	.run_plan = f_run_plan,
 	.wait_device = f_wait_device,
 	.restart = f_restart,
@@ -238,6 +253,7 @@ static struct world *world_new(int nregions, unsigned flags)
 	w->host = host_template;
 	w->host.ctx = &w->f;
 	w->f.unmap_during_wait = -1;
+	w->f.devs = &w->devs;
 	fake_of = &w->f;
 	for (int i = 0; i < nregions; i++) {
 		struct fake_region *r = &w->f.r[i];
@@ -310,6 +326,44 @@ static void test_launch_waits_unlocked_before_replacing_bytes_running_kernels_us
 	assert_int_equal(w->devs.waits[0], 1);
 	assert_device_current(w, 0);
 	/* Nothing changed since: no wait. */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 1);
+	assert_false(w->f.locked);
+	world_free(w);
+}
+
+/* A replica whose making waits for the device (vmm: the driver
+ * synchronizes) is made once the device is idle, waited for unlocked. */
+static void test_a_replica_that_waits_to_be_made_is_made_after_an_unlocked_wait(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
+	w->f.creating_waits = true;
+	w->f.r[1].present = false; /* mapped later */
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_int_equal(w->f.waits, 0); /* idle device: no wait */
+	assert_true(w->devs.busy[0]);
+	/* A new region, while the first launch's kernels may run. */
+	w->f.r[1].present = true;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	assert_true(w->f.r[1].holds[0]);
+	assert_false(w->f.created_busy);
+	assert_int_equal(w->f.waits, 1);
+	assert_int_equal(w->f.last_why, LRC_WAIT_CREATE);
+	assert_string_equal(w->f.waited_for, "region-1");
+	assert_int_equal(w->f.restarts, 1);
+	assert_device_current(w, 0);
+	/* One that cannot have a replica is not waited for. */
+	w->f.r[2].h = calloc(1, sizeof(*w->f.r[2].h));
+	assert_non_null(w->f.r[2].h);
+	w->f.r[2].h->npages = 4;
+	w->f.r[2].h->flags = LRC_WRITABLE | LRC_SHARED;
+	w->f.r[2].h->exec_mode = HARNESS_EXEC;
+	harness_open(w->f.r[2].h);
+	w->f.r[2].name = strdup("region-2");
+	w->f.r[2].present = true;
+	w->f.r[2].want = LRC_WANT_ACQUIRE;
+	w->f.r[2].replica_err = -ENOMEM;
 	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
 	assert_int_equal(w->f.waits, 1);
 	assert_false(w->f.locked);
@@ -487,6 +541,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_launch_waits_unlocked_before_replacing_bytes_running_kernels_use),
+		cmocka_unit_test(test_a_replica_that_waits_to_be_made_is_made_after_an_unlocked_wait),
 		cmocka_unit_test(test_second_look_that_finds_more_waits_unlocked_and_starts_over),
 		cmocka_unit_test(test_a_refused_launch_stays_refused_after_starting_over),
 		cmocka_unit_test(test_an_epoch_opened_by_the_first_pass_is_not_kept_after_a_failure),
