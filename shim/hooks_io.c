@@ -37,7 +37,7 @@ struct placed {
 static struct placed place(int fd, bool kernel_offset, bool rwf_append)
 {
 	struct placed w = {.before = -1};
-	if (gaia_in_shim || !fd_ident_managed(fd, &w.dev, &w.ino, &w.append) || !gaia_process_is_ours())
+	if (gaia_in_shim || !fd_ident_managed(fd, &w.dev, &w.ino, &w.append) || !gaia_state_is_ours())
 		return w;
 	w.managed = true;
 	w.append |= rwf_append;

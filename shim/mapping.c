@@ -167,6 +167,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	 * holds dates from an acquire, so only changes after one matter. */
 	m->sums = page_sums_new(len / GAIA_PAGE);
 	m->own_changes = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
+	io_gate_cover(m->start, m->len);
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);

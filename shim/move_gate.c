@@ -17,11 +17,13 @@
  * the move; a move stores its range then loads the slots, so one of the
  * two always sees the other. Every call announces itself, before the
  * first move too: a call that skipped its slot while no move had happened
- * yet would be invisible to the first one. The one exception is a process
- * with no managed mapping at all: only managed mappings move, a mapping is
- * managed before mmap returns its address, and a call's buffer exists
- * before the call, so a call that began with none managed has no buffer in
- * one (unless the program unmaps its own buffer under the call). Moves come
+ * yet would be invisible to the first one. The one exception is a call
+ * whose buffer lies outside every mapping managed so far (a process with
+ * none at all included): only managed mappings move, a mapping is managed
+ * (and its span covered, io_gate_cover) before mmap returns its address,
+ * and a call's buffer exists before the call, so such a call has no
+ * buffer in one (unless the program unmaps its own buffer under the
+ * call). Moves come
  * one at a time (gpu_vmm.c serializes them).
  */
 #define _GNU_SOURCE
@@ -34,6 +36,12 @@
 #include "shim.h"
 
 #define GATE_SLOTS 256
+
+/* The address span of every mapping managed so far (widened only, before
+ * mmap returns the mapping's address): a call whose buffer lies outside
+ * it cannot have one in a region that moves, and passes no gate. Only
+ * managed mappings move; a buffer exists before the call is made. */
+static uintptr_t managed_lo = UINTPTR_MAX, managed_hi;
 
 struct gate_slot {
 	uintptr_t start, end; /* end == 0: free */
@@ -63,11 +71,26 @@ static void futex_wake_all(int *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+void io_gate_cover(uintptr_t start, size_t len)
+{
+	uintptr_t lo = __atomic_load_n(&managed_lo, __ATOMIC_RELAXED);
+	while (start < lo && !__atomic_compare_exchange_n(&managed_lo, &lo, start, false, __ATOMIC_SEQ_CST,
+							  __ATOMIC_RELAXED))
+		;
+	uintptr_t end = start + len, hi = __atomic_load_n(&managed_hi, __ATOMIC_RELAXED);
+	while (end > hi && !__atomic_compare_exchange_n(&managed_hi, &hi, end, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_RELAXED))
+		;
+}
+
 int io_gate_enter(const void *buf, size_t len)
 {
 	if (!len || mover || !fd_ident_any_managed())
 		return -1;
 	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
+	if (!overlaps(s, e, __atomic_load_n(&managed_lo, __ATOMIC_ACQUIRE),
+		      __atomic_load_n(&managed_hi, __ATOMIC_ACQUIRE)))
+		return -1;
 	int slot = -1;
 	unsigned h = (unsigned)(((uintptr_t)&slot >> 12) % GATE_SLOTS); /* per thread, roughly */
 	for (unsigned i = 0; i < GATE_SLOTS && slot < 0; i++) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -24,6 +25,39 @@ bool gaia_process_is_ours(void)
 {
 	pid_t p = __atomic_load_n(&our_pid, __ATOMIC_RELAXED);
 	return p == 0 || getpid() == p;
+}
+
+/* A page the kernel empties in every child that does not share this
+ * process's memory (MADV_WIPEONFORK, Linux 4.14), a fork or a raw clone
+ * alike: 1 here, 0 there. NULL where the kernel refuses. */
+static volatile unsigned char *fork_canary;
+
+bool gaia_state_is_ours(void)
+{
+	const volatile unsigned char *c = __atomic_load_n(&fork_canary, __ATOMIC_RELAXED);
+	if (c && *c)
+		return true;
+	return gaia_process_is_ours();
+}
+
+static void arm_fork_canary(void)
+{
+	if (fork_canary) {
+		*fork_canary = 1;
+		return;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	gaia_in_shim++; /* the shim's own anonymous page */
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED && madvise(p, page, MADV_WIPEONFORK)) {
+		munmap(p, page);
+		p = MAP_FAILED;
+	}
+	gaia_in_shim--;
+	if (p == MAP_FAILED)
+		return;
+	*(volatile unsigned char *)p = 1;
+	__atomic_store_n(&fork_canary, (volatile unsigned char *)p, __ATOMIC_RELEASE);
 }
 
 /* fork: the child gets the mappings (the kernel copies them) with
@@ -54,6 +88,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
+	arm_fork_canary();
 	if (gpu_wait_note_after_fork_child)
 		gpu_wait_note_after_fork_child();
 	if (fork_managed) {
@@ -66,6 +101,7 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void gaia_at_start(void)
 {
 	our_pid = getpid();
+	arm_fork_canary();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 

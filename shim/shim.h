@@ -134,6 +134,11 @@ GAIA_HIDDEN void fd_ident_forget_range(unsigned first, unsigned last);
 /* False in a process cloned from ours without fork() (a simulated
  * device's process): there every hook passes straight through. */
 GAIA_HIDDEN bool gaia_process_is_ours(void);
+/* Whether the shim's state in this memory is this process's to change:
+ * gaia_process_is_ours, or a vfork() child sharing it (its writes to a
+ * managed file are the file's changes the parent must learn). One load,
+ * no system call, where the kernel offers MADV_WIPEONFORK. */
+GAIA_HIDDEN bool gaia_state_is_ours(void);
 
 /* --- configuration and logging (log.c) --- */
 GAIA_HIDDEN const struct gaia_env *gaia_config(void);
@@ -286,6 +291,9 @@ GAIA_HIDDEN void io_gate_leave(int slot);
  * and its start in *start. */
 GAIA_HIDDEN size_t iov_span(const struct iovec *iov, int iovcnt, const void **start);
 GAIA_HIDDEN void move_gate_begin(uintptr_t start, size_t len);
+/* A managed mapping spans [start, start + len): calls with buffers there
+ * pass the gate (before mmap returns its address). */
+GAIA_HIDDEN void io_gate_cover(uintptr_t start, size_t len);
 GAIA_HIDDEN void move_gate_end(void);
 #define IO_GATED(buf, len, call)                                   \
 	(!fd_ident_any_managed() ? (call) : ({                     \

@@ -16,7 +16,11 @@
  *              for it and returns from main;
  *   fork_exit  fork(); the child _exit(0)s at once; the worker launches
  *              20 more kernels on the mapping, checking each (mapping and
- *              pread()), and returns from main.
+ *              pread()), and returns from main;
+ *   vfork      vfork(); the child opens the file, pwrite()s new values into
+ *              its first 16 KiB and _exit(0)s, as a spawning library's
+ *              child may before exec; the worker sees them in its mapping,
+ *              and a kernel launched then sees them too.
  * Child steps: the kernel's values must be in the mapping; write new ones
  * through it, msync(MS_SYNC), munmap; open the file again and pread(): the
  * new values; mmap it again: the new values; report, exit(0).
@@ -124,6 +128,59 @@ static void child_steps(const char *who, unsigned *m)
 	exit(0);
 }
 
+#define VFORK_WORDS 4096u /* 16 KiB */
+
+static int vfork_steps(unsigned *m)
+{
+	static unsigned words[VFORK_WORDS];
+	for (size_t i = 0; i < VFORK_WORDS; i++)
+		words[i] = child_value(i);
+	/* In the child only what the parent's memory can take: it shares it. */
+	volatile int child_failed = 0;
+	pid_t pid = vfork();
+	CHECK(pid >= 0, "vfork: %s", strerror(errno));
+	if (pid == 0) {
+		int wfd = open(path, O_RDWR);
+		if (wfd < 0 || pwrite(wfd, words, sizeof(words), 0) != (ssize_t)sizeof(words))
+			child_failed = 1;
+		if (wfd >= 0)
+			close(wfd);
+		_exit(0);
+	}
+	int status = wait_child(pid, 25, "the vfork child");
+	char d[100];
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || child_failed) {
+		report("FAIL worker: the vfork child %s%s", describe_status(status, d, sizeof(d)),
+		       child_failed ? ", its open or pwrite failed" : "");
+		return 1;
+	}
+	for (size_t i = 0; i < WORDS; i++) {
+		unsigned want = i < VFORK_WORDS ? child_value(i) : kernel_value(i);
+		if (m[i] != want) {
+			report("FAIL worker: after the vfork child's pwrite, word %zu of the mapping is %#x, want %#x",
+			       i, m[i], want);
+			return 1;
+		}
+	}
+	SIMGPU_LAUNCH(add_words, 16, 128, 0, 0)(m, (unsigned long long)WORDS, 1u);
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e != cudaSuccess) {
+		report("FAIL worker: the launch after the vfork child: cudaDeviceSynchronize returned %s",
+		       cudaGetErrorName(e));
+		return 1;
+	}
+	for (size_t i = 0; i < WORDS; i++) {
+		unsigned want = (i < VFORK_WORDS ? child_value(i) : kernel_value(i)) + 1;
+		if (m[i] != want) {
+			report("FAIL worker: the kernel after the vfork child's pwrite left word %zu %#x, want %#x "
+			       "(it did not see the child's bytes)", i, m[i], want);
+			return 1;
+		}
+	}
+	report("OK worker after a vfork child's pwrite");
+	return 0;
+}
+
 static int worker(const char *variant)
 {
 	alarm(30);
@@ -145,6 +202,8 @@ static int worker(const char *variant)
 		CHECK(daemon(1, 1) == 0, "daemon: %s", strerror(errno));
 		child_steps("daemonised grandchild", m);
 	}
+	if (strcmp(variant, "vfork") == 0)
+		return vfork_steps(m);
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
@@ -280,7 +339,7 @@ static int run_variant(const char *variant)
 int main(int argc, char **argv)
 {
 	watchdog(150);
-	static const char *const all[] = { "daemon", "fork", "fork_exit" };
+	static const char *const all[] = { "daemon", "fork", "fork_exit", "vfork" };
 	int failures = 0, runs = 0;
 	for (const char *v : all) {
 		if (argc > 1 && strcmp(argv[1], v) != 0)
@@ -289,7 +348,7 @@ int main(int argc, char **argv)
 		failures += run_variant(v);
 		runs++;
 	}
-	CHECK(runs > 0, "unknown variant %s (daemon, fork, fork_exit)", argv[1]);
+	CHECK(runs > 0, "unknown variant %s (daemon, fork, fork_exit, vfork)", argv[1]);
 	step = "end";
 	CHECK(failures == 0, "%d of %d variants failed", failures, runs);
 	printf("ok daemon_fork\n");
