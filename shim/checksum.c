@@ -5,13 +5,18 @@
  * look, the pages are read again (pread through the shim's own descriptor,
  * so the application's page tables are untouched) and those whose checksum
  * differs are reported. The first look only records: replicas date from
- * an acquire, so only changes after one matter.
+ * an acquire, so only changes after one matter. The file's clock ticks
+ * coarsely (a few ms): times recorded in the tick still running are not
+ * trusted, and the shim's own stores into a page (a device's merged
+ * result) set that page's checksum from the bytes stored, so another
+ * writer's change after them is still news.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -48,6 +53,11 @@ void page_sums_free(struct page_sums *s)
 static bool same_time(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
 int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
@@ -103,7 +113,21 @@ int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 	}
 	free(buf);
 	s->ready = true;
+	/* A write in the same tick of the file clock as the times recorded
+	 * would leave them as they are: while the clock has not moved past
+	 * them, the next look reads the pages again. */
+	struct timespec now;
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) || !after(&now, &s->mtime) || !after(&now, &s->ctime))
+		s->mtime.tv_nsec = -1;
 	return reported;
+}
+
+void page_sums_set(struct page_sums *s, uint64_t first, uint64_t n, const unsigned char *bytes)
+{
+	if (!s || !s->ready)
+		return; /* the first pass records everything */
+	for (uint64_t i = 0; i < n && first + i < s->npages; i++)
+		s->sums[first + i] = XXH3_64bits(bytes + i * GAIA_PAGE, GAIA_PAGE);
 }
 
 bool page_sums_current(struct page_sums *s, int fd)

@@ -93,12 +93,20 @@ static void open_store_view(struct gaia_mapping *m)
 	m->exec.cpu_store = v;
 }
 
-/* After the shim stored device results through the program's own mapping
- * (MAP_PRIVATE): those stores are not the program's writes. */
+/* After the shim stored into pages (device results merged, or published
+ * CPU pages): not another writer's change. In a shared mapping the
+ * stores reached the file: the pages' checksums become those of the bytes
+ * now there, so another writer's change after them still shows (marking
+ * them as this process's own would hide it until the next look). Through
+ * the program's own mapping (MAP_PRIVATE) they are not the program's
+ * writes either. */
 static void forget_own_stores(void *arg, uint64_t first, uint64_t n)
 {
 	struct gaia_mapping *m = arg;
-	mapping_note_own_change_locked(m, first, n);
+	if ((m->flags & MAP_TYPE) == MAP_PRIVATE)
+		mapping_note_own_change_locked(m, first, n);
+	else
+		page_sums_set(m->sums, first, n, m->exec.cpu + first * PG);
 	if (!m->store_view && m->tracked)
 		tracker_forget((void *)(m->start + first * PG), n * PG);
 }

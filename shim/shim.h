@@ -196,6 +196,9 @@ GAIA_HIDDEN void shared_file_after_fork(void);
 struct page_sums;
 GAIA_HIDDEN struct page_sums *page_sums_new(uint64_t npages);
 GAIA_HIDDEN void page_sums_free(struct page_sums *s);
+/* The shim stored into pages [first, first + n) (their bytes at `bytes`,
+ * as in the file): their checksums become those of these bytes. */
+GAIA_HIDDEN void page_sums_set(struct page_sums *s, uint64_t first, uint64_t n, const unsigned char *bytes);
 /* Whether the file behind fd is unchanged (times) since the last pass. */
 GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
 /* When the file behind fd changed (mtime/ctime) since the last call:
