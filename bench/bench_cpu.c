@@ -1024,7 +1024,7 @@ int main(int argc, char **argv)
 		printf("BENCH unmanaged_io_overhead_pct %.2f %%\n", fio_pct);
 	printf("BENCH unmanaged_pread_overhead_pct %.2f %%\n", pr_pct[0]);
 	printf("BENCH unmanaged_pread_in_mapping_process_overhead_pct %.2f %%\n", pr_pct[1]);
-	printf("BENCH pread_second_thread_pct %.2f %% (no shim)\n", th_pct);
+	printf("BENCH pread_second_thread_pct %.2f %%\n", th_pct);
 	printf("BENCH managed_write_overhead_pct %.2f %%\n", pw_pct);
 	return failures ? 1 : 0;
 }

@@ -11,7 +11,7 @@
 	X(kernel_launches, "launches", "kernel launches intercepted")                \
 	X(host_syncs, "syncs", "host synchronizations intercepted")                 \
 	X(snapshot_releases, "syncs", "syncs released while kernels still ran on other streams") \
-	X(launch_waits, "launches", "launches that waited for kernels launched earlier, to change device bytes they may read") \
+	X(launch_waits, "waits", "waits of launches for kernels launched earlier, to change device bytes they may read or to make a replica (vmm)") \
 	X(teardown_waits, "waits", "waits (without the shim's locks) for kernels that may use a mapping being unmapped or made writable") \
 	X(running_rebases, "launches", "launches that rebased regions on the device while kernels launched earlier ran (GAIA_RUNNING_KERNELS=shared)") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \

@@ -249,7 +249,7 @@ void mapping_place_done(struct placement *place, void *mapped)
 
 void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->start == (uintptr_t)addr) {
 			m->pad_start = pad_start;
@@ -266,7 +266,7 @@ void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 void mapping_release_padding(const void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, b = a + len;
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->pad_len && a < m->pad_start + m->pad_len && b > m->pad_start) {
 			REAL(munmap)((void *)m->pad_start, m->pad_len);

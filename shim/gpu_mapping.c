@@ -182,15 +182,32 @@ bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 	return false;
 }
 
+/* Device waits that may last (watched_wait, below): their kinds. */
+enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2, WAIT_TEARDOWN = 4 };
+static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define LAUNCH_WAIT_NOTE_S 5
+
 /* What the calling thread last waited for in gpu_mappings_quiesce: per
  * device, the number of launches planned before that wait (under
- * mapping_lock), or UINT64_MAX. While the count is still that, every
- * kernel launched there has finished: a launch plans (counted) before its
- * kernel is queued, and launches are serialized (gpu.c's launch_window),
- * so only a launch racing with the caller's own munmap could queue one
- * after the wait. */
+ * mapping_lock) when none was in flight then (between its plan and its
+ * kernel queued), or UINT64_MAX. While the count is still that, every
+ * kernel launched there has finished. */
 static __thread uint64_t quiesced_at[TSVT_MAX_DEVICES] __attribute__((tls_model("initial-exec")));
 static __thread bool quiesced_valid __attribute__((tls_model("initial-exec")));
+/* Launches in flight per device (gpu_mappings_launch_begin/_end): counted
+ * before their plan takes mapping_lock, uncounted once queued. */
+static unsigned launches_in_flight[TSVT_MAX_DEVICES];
+
+void gpu_mappings_launch_begin(int dev)
+{
+	__atomic_add_fetch(&launches_in_flight[dev], 1, __ATOMIC_SEQ_CST);
+}
+
+void gpu_mappings_launch_end(int dev)
+{
+	__atomic_sub_fetch(&launches_in_flight[dev], 1, __ATOMIC_SEQ_CST);
+}
 
 /* Under mapping_lock: no kernel launched on dev may still run. */
 static bool device_idle_locked(int dev)
@@ -208,35 +225,58 @@ static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
  * the lock, in gpu_mapping_forget_locked. */
 #define QUIESCE_ROUNDS 3
 
-void gpu_mappings_quiesce(const void *addr, size_t len)
+/* The context wait_ctx waits for (watched_wait takes a function of none). */
+static __thread CUcontext waiting_ctx __attribute__((tls_model("initial-exec")));
+
+static int wait_ctx(void)
+{
+	return cuda_ctx_synchronize(waiting_ctx);
+}
+
+void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 {
 	for (int round = 0; round < QUIESCE_ROUNDS; round++) {
 		CUcontext ctx[TSVT_MAX_DEVICES];
 		bool wait[TSVT_MAX_DEVICES] = {false};
 		uint64_t seq[TSVT_MAX_DEVICES];
+		char path[TSVT_MAX_DEVICES][256];
 		bool any = false;
-		pthread_mutex_lock(&mapping_lock);
+		mapping_lock_take();
 		for (const struct gaia_mapping *m = mappings; m; m = m->next) {
-			if (!overlaps(m, addr, len))
+			if (!overlaps(m, addr, len) || (read_only_only && (m->engine.flags & LRC_WRITABLE)))
 				continue;
 			for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 				if (!m->replicas[d] || wait[d] || device_idle_locked(d))
 					continue;
 				wait[d] = any = true;
 				ctx[d] = ((const struct cuda_replica *)m->replicas[d])->ctx;
+				snprintf(path[d], sizeof(path[d]), "%s", m->path);
 			}
 		}
+		/* A launch in flight may queue its kernel after the wait: the
+		 * wait does not cover the launches counted so far then. */
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
-			seq[d] = devices.launches[d];
+			seq[d] = __atomic_load_n(&launches_in_flight[d], __ATOMIC_SEQ_CST) ? UINT64_MAX
+											  : devices.launches[d];
 		pthread_mutex_unlock(&mapping_lock);
 		if (!any)
 			return;
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 			if (!wait[d])
 				continue;
-			/* An error is the program's to see at its own sync. */
-			(void)cuda_ctx_synchronize(ctx[d]);
+			waiting_ctx = ctx[d];
+			int rc = watched_wait(WAIT_TEARDOWN, wait_ctx,
+					      "unmapping %s (or making it writable) has waited %d s for the "
+					      "kernels running on device %d: every managed mapping is current "
+					      "on a device at each launch there, so they may use it. If one of "
+					      "them waits for the host to act after this call, it never ends",
+					      path[d], LAUNCH_WAIT_NOTE_S, d);
 			stats_add(GAIA_STAT_teardown_waits, 1);
+			/* Failed (an error of the program's own, a graph being
+			 * captured): nothing is known; the wait under the lock
+			 * stays, and the error is the program's to see. */
+			if (rc)
+				seq[d] = UINT64_MAX;
 		}
 		/* Only the devices waited for are known idle at seq. */
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
@@ -390,7 +430,6 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
  * a wait has lasted LAUNCH_WAIT_NOTE_S, the shim says (once) what it waits
  * for and how to let such a launch go on. A thread of the shim's, started
  * at the first such wait, watches the clock (it takes no signals). */
-#define LAUNCH_WAIT_NOTE_S 5
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
@@ -452,9 +491,6 @@ void gpu_wait_note_after_fork_child(void)
 
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
  * watcher prints the note `fmt` makes (once per process and kind, a bit). */
-enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2 };
-static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
 {
 	pthread_mutex_lock(&wait_note.lock);
@@ -541,7 +577,7 @@ struct host_call {
 static void host_lock(void *ctx)
 {
 	(void)ctx;
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 }
 
 static void host_unlock(void *ctx)
@@ -607,7 +643,8 @@ static bool host_needs_idle(void *region, int dev, unsigned kinds, uint64_t reba
 static bool host_creating_needs_idle(void *region, int dev)
 {
 	const struct gaia_mapping *m = region;
-	return !m->replicas[dev] && !m->replica_failed[dev] && backing_for(dev) == GAIA_BACKING_VMM;
+	return !m->replicas[dev] && !m->replica_failed[dev] && backing_for(dev) == GAIA_BACKING_VMM &&
+	       !gpu_vmm_refused(m);
 }
 
 static int host_run_plan(void *region, int dev, enum lrc_run why)
@@ -748,7 +785,7 @@ int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
 	if (!values)
 		return -ENOMEM;
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->start >= hi || m->start + m->len <= lo)
 			continue;

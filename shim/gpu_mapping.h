@@ -23,6 +23,11 @@ struct gpu_translation {
 /* gaia_macquire for device dev: gpu_mappings_launch for the managed
  * mappings overlapping [addr, addr+len) (and those dev holds). */
 GAIA_HIDDEN int gpu_mappings_acquire_range(int dev, const void *addr, size_t len);
+/* Around a launch on dev, from before its acquire until its kernel is
+ * queued (or refused): a launch in flight there (gpu_mappings_quiesce
+ * does not take a wait as covering it). */
+GAIA_HIDDEN void gpu_mappings_launch_begin(int dev);
+GAIA_HIDDEN void gpu_mappings_launch_end(int dev);
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity);
 /* A host sync on device dev returned: dev releases every region it
@@ -42,6 +47,9 @@ GAIA_HIDDEN bool gpu_mapping_any_replica(const struct gaia_mapping *m);
 GAIA_HIDDEN const char *gpu_vmm_probe(int device);
 /* A vmm replica of m on dev at m's own address. 0 or -errno. */
 GAIA_HIDDEN int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev);
+/* 0, or why gpu_vmm_create would refuse m before asking the driver
+ * (another device's vmm replica, a partly unmapped mapping). */
+GAIA_HIDDEN int gpu_vmm_refused(const struct gaia_mapping *m);
 GAIA_HIDDEN void gpu_vmm_guard_begin(uintptr_t start, size_t len);
 GAIA_HIDDEN void gpu_vmm_guard_end(void);
 /* A range sealed for a move: its protections, per part, to give back. */

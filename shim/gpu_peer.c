@@ -75,7 +75,7 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 {
 	size_t served = 0;
 	*kernel_bytes = len;
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->dev != dev || m->ino != ino || (uint64_t)offset < m->offset ||
 		    (uint64_t)offset >= m->offset + m->len || !gpu_mapping_any_replica(m) || !m->sums)

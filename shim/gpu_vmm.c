@@ -512,7 +512,7 @@ void gpu_vmm_hold_end(struct gaia_mapping *m)
 /* vmm: device memory at the region's own address. The CPU replica is
  * moved aside, the span reserved at that address, and the CPU replica
  * moved back over the host side (DESIGN §3.2). */
-int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
+int gpu_vmm_refused(const struct gaia_mapping *m)
 {
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		const struct cuda_replica *o = m->replicas[d];
@@ -522,6 +522,14 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 	const struct range_set *live = &m->engine.live;
 	if (live->count != 1 || live->items[0].first != 0 || live->items[0].end != m->len / PG)
 		return -EINVAL; /* partly unmapped: the holes may hold other mappings */
+	return 0;
+}
+
+int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
+{
+	int refused = gpu_vmm_refused(m);
+	if (refused)
+		return refused;
 	size_t g = cuda_vmm_granularity(dev);
 	if (!g)
 		return -ENOTSUP;

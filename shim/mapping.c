@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	struct region r = {.start = m->start, .end = m->start + len, .file_offset = m->offset,
 			   .st_dev = st.st_dev, .st_ino = st.st_ino, .prot = prot, .flags = flags,
 			   .owner = m, .owner_page = 0};
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	if (m->fd < 0 || lrc_region_init(&m->engine, len / GAIA_PAGE, engine_flags) ||
 	    region_insert(&regions, &r)) {
 		pthread_mutex_unlock(&mapping_lock);
@@ -397,7 +398,7 @@ int mapping_release_range(const void *addr, size_t len)
 {
 	if (!mapping_any())
 		return -ENOENT;
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	int found = for_each_overlapping_locked(addr, len, mapping_release_locked);
 	pthread_mutex_unlock(&mapping_lock);
 	return found ? 0 : -ENOENT;
@@ -475,7 +476,7 @@ int mapping_acquire_range(const void *addr, size_t len)
 	if (!mapping_any())
 		return -ENOENT;
 	uint64_t t0 = now_ns();
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	int found = for_each_overlapping_locked(addr, len, mapping_acquire_locked);
 	pthread_mutex_unlock(&mapping_lock);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
@@ -484,7 +485,7 @@ int mapping_acquire_range(const void *addr, size_t len)
 
 void mapping_release_all(void)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
 		mapping_release_locked(m);
 	pthread_mutex_unlock(&mapping_lock);
@@ -492,7 +493,7 @@ void mapping_release_all(void)
 
 void mapping_at_exit(void)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		mapping_release_locked(m);
 		/* Threads still running publish nothing more (m->shared is NULL). */
@@ -552,8 +553,8 @@ void mapping_forget_range(void *addr, size_t len)
 	/* Kernels that may use those mappings are waited for first, without
 	 * the lock: a thread writing another managed file does not wait too. */
 	if (gpu_mappings_quiesce)
-		gpu_mappings_quiesce((void *)start, span);
-	pthread_mutex_lock(&mapping_lock);
+		gpu_mappings_quiesce((void *)start, span, false);
+	mapping_lock_take();
 	/* munmap is a release point: what the CPU wrote there is published
 	 * before the pages go (the kernel keeps the bytes themselves). */
 	for_each_overlapping_locked((void *)start, span, release_with_devices_locked);
@@ -574,9 +575,8 @@ void mapping_forget_range(void *addr, size_t len)
 
 /* --- writes through the file --- */
 
-static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
+static void apply_file_write_locked(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
 {
-	pthread_mutex_lock(&mapping_lock);
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->dev != dev || m->ino != ino)
 			continue;
@@ -589,6 +589,93 @@ static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t l
 		lrc_cpu_wrote(&m->engine, first, last - first);
 		mapping_note_own_change_locked(m, first, last - first);
 	}
+}
+
+/* A write into a managed file does not wait for the mapping lock while
+ * another thread holds it (uploading a region, releasing): its record goes
+ * to this queue, and the next thread to take the lock (mapping_lock_take)
+ * applies it before anything reads what the CPU wrote. Every record
+ * claimed before a take began is applied by it: a write that returned
+ * before a launch is in that launch. A bounded queue of cells with
+ * sequence numbers (many writers, one reader: the lock's holder); full,
+ * the writer takes the lock. A cell's number is kept less its index, so
+ * that zeroed memory is the empty queue. */
+#define WRITE_QUEUE 256
+struct write_cell {
+	uint64_t seq; /* less the cell's index */
+	dev_t dev;
+	ino_t ino;
+	uint64_t offset, len;
+};
+static struct write_cell write_queue[WRITE_QUEUE];
+static uint64_t write_head; /* the next position to claim */
+static uint64_t write_tail; /* the next position to apply (lock held) */
+
+static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
+{
+	uint64_t pos = __atomic_load_n(&write_head, __ATOMIC_RELAXED);
+	for (;;) {
+		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
+		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) + pos % WRITE_QUEUE;
+		int64_t dif = (int64_t)(seq - pos);
+		if (dif < 0)
+			return false; /* full */
+		if (dif > 0) {
+			pos = __atomic_load_n(&write_head, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (!__atomic_compare_exchange_n(&write_head, &pos, pos + 1, true, __ATOMIC_SEQ_CST,
+						 __ATOMIC_RELAXED))
+			continue;
+		c->dev = dev;
+		c->ino = ino;
+		c->offset = offset;
+		c->len = len;
+		__atomic_store_n(&c->seq, pos + 1 - pos % WRITE_QUEUE, __ATOMIC_RELEASE);
+		return true;
+	}
+}
+
+/* Lock held: applies every record claimed so far, waiting for a writer
+ * between its claim and its record (a few stores). One that does not
+ * finish (a signal handler of its own thread came here) is left to a
+ * later take; the file's times and checksums find its write meanwhile. */
+#define DRAIN_PATIENCE 10000 /* yields */
+static void drain_file_writes_locked(void)
+{
+	uint64_t end = __atomic_load_n(&write_head, __ATOMIC_SEQ_CST);
+	for (uint64_t pos = write_tail; pos != end; pos++) {
+		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
+		uint64_t idx = pos % WRITE_QUEUE;
+		for (unsigned i = 0; __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) + idx != pos + 1; i++) {
+			if (i == DRAIN_PATIENCE)
+				return;
+			sched_yield();
+		}
+		dev_t dev = c->dev;
+		ino_t ino = c->ino;
+		uint64_t offset = c->offset, len = c->len;
+		__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
+		write_tail = pos + 1;
+		apply_file_write_locked(dev, ino, offset, len);
+	}
+}
+
+void mapping_lock_take(void)
+{
+	pthread_mutex_lock(&mapping_lock);
+	drain_file_writes_locked();
+}
+
+static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
+{
+	if (pthread_mutex_trylock(&mapping_lock) != 0) {
+		if (queue_file_write(dev, ino, offset, len))
+			return;
+		mapping_lock_take();
+	}
+	drain_file_writes_locked();
+	apply_file_write_locked(dev, ino, offset, len);
 	pthread_mutex_unlock(&mapping_lock);
 }
 
@@ -617,7 +704,7 @@ static void collect_only_locked(struct gaia_mapping *m)
 
 void mapping_before_discard(void *addr, size_t len)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for_each_overlapping_locked(addr, len, collect_only_locked);
 	/* The shim's own view of the file must not keep pages the program
 	 * lets go (a page mapped twice is never paged out). */
@@ -641,7 +728,7 @@ void mapping_after_discard(void *addr, size_t len)
 
 void mapping_before_fork(void)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	/* The child starts with everything released: its own tracking begins
 	 * afresh at its first store. */
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
@@ -657,10 +744,14 @@ void mapping_after_fork(bool child)
 	/* Only this thread exists in the child: locks held by others at the
 	 * fork would never be released. */
 	pthread_mutex_init(&mapping_lock, NULL);
+	/* A record another thread claimed at the fork is never completed
+	 * here; the parent's were applied before it (mapping_before_fork). */
+	memset(write_queue, 0, sizeof(write_queue));
+	write_head = write_tail = 0;
 	if (region_table_after_fork(&regions))
 		gaia_error("after fork: cannot initialise the region table's lock");
 	shared_file_after_fork();
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; gpu_mapping_after_fork_locked && m; m = m->next)
 		gpu_mapping_after_fork_locked(m);
 	if (mappings && tracker_reinit_after_fork()) {
@@ -689,7 +780,7 @@ bool mapping_origin_at(const void *addr, struct mapping_origin *out)
 {
 	struct region r;
 	pthread_once(&regions_once, regions_init);
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	bool found = region_find(&regions, (uintptr_t)addr, &r) == 0;
 	if (found) {
 		struct gaia_mapping *m = r.owner;
@@ -723,7 +814,7 @@ int mapping_versions(const void *addr, size_t len, uint32_t *out)
 	size_t npages = (len + GAIA_PAGE - 1) / GAIA_PAGE;
 	bool any = false;
 	pthread_once(&regions_once, regions_init);
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	for (size_t i = 0; i < npages; i++) {
 		struct region r;
 		uintptr_t a = (uintptr_t)addr + i * GAIA_PAGE;

@@ -60,6 +60,10 @@ struct gaia_mapping {
 };
 
 GAIA_HIDDEN extern pthread_mutex_t mapping_lock;
+/* Takes mapping_lock, and applies the writes into managed files recorded
+ * while another thread held it: the way to take it (pthread_mutex_unlock
+ * releases it). */
+GAIA_HIDDEN void mapping_lock_take(void);
 GAIA_HIDDEN extern struct gaia_mapping *mappings;
 
 /* The CPU's side of the protocol for one mapping (mapping.c). */
@@ -75,10 +79,12 @@ GAIA_HIDDEN void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t
  * they wrote, then every replica of m is freed. */
 GAIA_HIDDEN void gpu_mapping_forget_locked(struct gaia_mapping *m) __attribute__((weak));
 /* Without mapping_lock, before forgetting the mappings overlapping
- * [addr, addr + len): waits for the kernels that may still run on the
- * devices holding them, so that gpu_mapping_forget_locked (and freeing
- * the replicas) need not wait with the lock held. */
-GAIA_HIDDEN void gpu_mappings_quiesce(const void *addr, size_t len) __attribute__((weak));
+ * [addr, addr + len) (only the read-only ones: read_only_only): waits for
+ * the kernels that may still run on the devices holding them, so that
+ * gpu_mapping_forget_locked (and freeing the replicas) need not wait with
+ * the lock held. */
+GAIA_HIDDEN void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
+	__attribute__((weak));
 /* In a forked child: the parent's device replicas are not this process's. */
 GAIA_HIDDEN void gpu_mapping_after_fork_locked(struct gaia_mapping *m) __attribute__((weak));
 

@@ -78,8 +78,8 @@ void mapping_made_writable(void *addr, size_t len)
 	/* A read-only mapping made writable loses its device copies: the
 	 * kernels that may read them are waited for first, without the lock. */
 	if (gpu_mappings_quiesce)
-		gpu_mappings_quiesce(addr, len);
-	pthread_mutex_lock(&mapping_lock);
+		gpu_mappings_quiesce(addr, len, true);
+	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		uintptr_t lo, hi;
 		if (!overlap_of(m, addr, len, &lo, &hi))
@@ -136,7 +136,7 @@ static void restore_bits(uint64_t *bits, const uint64_t *copy, const struct gaia
 
 int mapping_protect_dropping_write(void *addr, size_t len, int prot)
 {
-	pthread_mutex_lock(&mapping_lock);
+	mapping_lock_take();
 	/* Marked before the protection changes: a sync in another thread
 	 * must never store into a page the program can no longer write, nor
 	 * an upload read one it can no longer read. */
