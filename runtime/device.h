@@ -88,9 +88,10 @@ struct device_exec {
 	 * zeros there, as past the end of the file. */
 	const uint64_t *no_load;
 	uint64_t no_load_pages;
-	/* Called for LRC_PUBLISH, and after the shim stored into CPU pages
-	 * (stored may be NULL). */
+	/* Called for LRC_PUBLISH; before the shim stores into CPU pages (a
+	 * merge; storing may be NULL), and after (stored may be NULL). */
 	void (*publish)(void *arg, uint64_t first, uint64_t npages);
+	void (*storing)(void *arg, uint64_t first, uint64_t npages);
 	void (*stored)(void *arg, uint64_t first, uint64_t npages);
 	void *arg;
 	struct protect_map prot[TSVT_MAX_DEVICES];

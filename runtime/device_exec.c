@@ -152,6 +152,9 @@ static int merge_to_cpu(struct device_exec *x, int d, uint64_t first, uint64_t n
 		int rc = fetch_pair(x, x->replica[d], first + done, n);
 		if (rc)
 			return rc;
+		if (x->storing && first + done < x->valid_pages)
+			x->storing(x->arg, first + done,
+				   first + done + n <= x->valid_pages ? n : x->valid_pages - first - done);
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t p = first + done + i;
 			if (p >= x->valid_pages)
@@ -440,6 +443,12 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 		if (rc)
 			return rc;
 		x->downloaded_pages += n;
+		for (uint64_t i = 0, run = 0; x->storing && i < n; i++) {
+			if (i + 1 == n || x->page_list[i + 1] != x->page_list[i] + 1) {
+				x->storing(x->arg, x->page_list[run], i + 1 - run);
+				run = i + 1;
+			}
+		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t p = x->page_list[i];
 			const uint8_t *m = x->masks + i * (PG / 8);

@@ -149,6 +149,7 @@ again:
 		h->launched(h->ctx, r, dev, moved);
 	}
 	ds->busy[dev] = true;
+	ds->planned[dev]++;
 	if (rebased)
 		rebased = copy_name(&rebased_copy, rebased);
 	h->unlock(h->ctx);

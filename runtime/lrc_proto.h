@@ -106,6 +106,9 @@ struct lrc_devices {
 	bool busy[TSVT_MAX_DEVICES];
 	uint64_t waits[TSVT_MAX_DEVICES];    /* waits for earlier kernels, per device */
 	uint64_t launches[TSVT_MAX_DEVICES]; /* lrc_proto_launch calls, per device */
+	/* Launches past their waits and plans (their kernels are queued
+	 * next, or refused), per device: counted before the lock is dropped. */
+	uint64_t planned[TSVT_MAX_DEVICES];
 };
 
 /* A launch on dev. 0, or the first -errno of a region the launch needs

@@ -6,10 +6,11 @@
  * so the application's page tables are untouched) and those whose checksum
  * differs are reported. The first look only records: replicas date from
  * an acquire, so only changes after one matter. The file's clock ticks
- * coarsely (a few ms): times recorded in the tick still running are not
- * trusted, and the shim's own stores into a page (a device's merged
- * result) set that page's checksum from the bytes stored, so another
- * writer's change after them is still news.
+ * coarsely (a few ms, whole seconds on some file systems): times recorded
+ * before the clock passed the file's change time are not trusted
+ * (times_settled), and the shim's own stores into a page set that page's
+ * checksum from the bytes stored (page_sums_set), so another writer's
+ * change after them is still news.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,11 +61,31 @@ static bool after(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
+/* Whether the times a look recorded can be trusted: a write in the same
+ * tick of the file clock as the file's change time would leave the times
+ * as they are. Every write sets the change time to the clock (no call can
+ * set it otherwise); once the clock, read before the look began, is past
+ * it, any later write moves it. A file system keeping whole seconds (no
+ * nanoseconds in either time) ticks by up to 2 s. A change time far ahead
+ * of the clock (a server's clock) is trusted: otherwise every look would
+ * read the file whole. */
+static bool times_settled(const struct timespec *start, const struct timespec *ctime)
+{
+	struct timespec limit = *ctime;
+	if (ctime->tv_nsec == 0)
+		limit.tv_sec += 2;
+	if (ctime->tv_sec > start->tv_sec + 2)
+		return true;
+	return after(start, &limit);
+}
+
 int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 		      bool (*wanted)(uint64_t page, void *arg),
 		      void (*changed)(uint64_t page, void *arg), void *arg)
 {
 	struct stat st;
+	struct timespec start;
+	bool clock_ok = clock_gettime(CLOCK_REALTIME_COARSE, &start) == 0;
 	if (fstat(fd, &st))
 		return -errno;
 	if (s->ready && same_time(&st.st_mtim, &s->mtime) && same_time(&st.st_ctim, &s->ctime))
@@ -113,12 +134,8 @@ int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 	}
 	free(buf);
 	s->ready = true;
-	/* A write in the same tick of the file clock as the times recorded
-	 * would leave them as they are: while the clock has not moved past
-	 * them, the next look reads the pages again. */
-	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) || !after(&now, &s->mtime) || !after(&now, &s->ctime))
-		s->mtime.tv_nsec = -1;
+	if (!clock_ok || !times_settled(&start, &st.st_ctim))
+		s->mtime.tv_nsec = -1; /* the next look reads the pages again */
 	return reported;
 }
 
@@ -128,6 +145,11 @@ void page_sums_set(struct page_sums *s, uint64_t first, uint64_t n, const unsign
 		return; /* the first pass records everything */
 	for (uint64_t i = 0; i < n && first + i < s->npages; i++)
 		s->sums[first + i] = XXH3_64bits(bytes + i * GAIA_PAGE, GAIA_PAGE);
+}
+
+bool page_sums_same(const struct page_sums *s, uint64_t page, const unsigned char *bytes)
+{
+	return !s || !s->ready || page >= s->npages || s->sums[page] == XXH3_64bits(bytes, GAIA_PAGE);
 }
 
 bool page_sums_current(struct page_sums *s, int fd)

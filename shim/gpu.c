@@ -322,11 +322,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	 * the device's last acquire is one write-protect scan. */
 	bool all = true;
 	struct gpu_translation tr[MAX_TRANSLATIONS];
-	if (L->device >= 0 && L->device < TSVT_MAX_DEVICES) {
-		gpu_mappings_launch_begin(L->device);
-		L->in_flight = true;
-	}
-	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS);
+	int ntr = gpu_mappings_launch(L->device, values, nvalues, all, tr, MAX_TRANSLATIONS, &L->in_flight);
 	if (ntr < 0) {
 		L->error = cuda_result_of(ntr);
 		ntr = 0;
@@ -463,7 +459,7 @@ void gpu_launch_done(struct gpu_launch *L, CUresult rc)
 	if (L->in_window && rc == CUDA_SUCCESS)
 		note_launched(L->device, L->stream);
 	if (L->in_flight)
-		gpu_mappings_launch_end(L->device);
+		gpu_mappings_launch_queued(L->device);
 	L->in_flight = false;
 	if (L->in_window)
 		pthread_mutex_unlock(&launch_window);

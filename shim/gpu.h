@@ -60,7 +60,7 @@ struct gpu_launch {
 	void *scratch;
 	int device;
 	bool in_window; /* holds the launch window (gpu.c) */
-	bool in_flight; /* counted by gpu_mappings_launch_begin */
+	bool in_flight; /* planned by gpu_mappings_launch, not yet queued */
 	/* out: not CUDA_SUCCESS when the launch must not run (a region could
 	 * not be brought to the device); the wrapper returns it instead */
 	CUresult error;

@@ -93,20 +93,60 @@ static void open_store_view(struct gaia_mapping *m)
 	m->exec.cpu_store = v;
 }
 
-/* After the shim stored into pages (device results merged, or published
- * CPU pages): not another writer's change. In a shared mapping the
- * stores reached the file: the pages' checksums become those of the bytes
- * now there, so another writer's change after them still shows (marking
- * them as this process's own would hide it until the next look). Through
- * the program's own mapping (MAP_PRIVATE) they are not the program's
- * writes either. */
+/* The shim's stores into a page are not another writer's change. In a
+ * shared mapping they reach the file: the page's checksum becomes that of
+ * the bytes stored (read back through the shim's own view), so another
+ * writer's change after them still shows at the next look; and a page
+ * that another writer had changed before them (its bytes no longer what
+ * the last look saw, and not by this process) keeps its old checksum, so
+ * that change shows too (the merge kept those bytes on the CPU side; the
+ * devices must learn them). Without a view of its own, or in a private
+ * mapping, the pages are marked as this process's changes instead. */
+static bool hashes_stores(const struct gaia_mapping *m)
+{
+	return (m->flags & MAP_TYPE) != MAP_PRIVATE && m->store_view && m->sums;
+}
+
+static bool bit_of(const uint64_t *bits, uint64_t p)
+{
+	return bits && (bits[p / 64] >> (p % 64) & 1);
+}
+
+static void note_outside_changes(void *arg, uint64_t first, uint64_t n)
+{
+	struct gaia_mapping *m = arg;
+	if (!hashes_stores(m))
+		return;
+	for (uint64_t p = first; p < first + n && p < m->len / PG; p++) {
+		if (bit_of(m->own_changes, p) || page_sums_same(m->sums, p, m->exec.cpu + p * PG))
+			continue;
+		if (!m->outside_changes)
+			m->outside_changes = calloc((m->len / PG + 63) / 64, sizeof(uint64_t));
+		if (!m->outside_changes) {
+			/* Unknown: every stored page keeps its old checksum
+			 * (the next look takes them as another writer's). */
+			m->outside_unknown = true;
+			return;
+		}
+		m->outside_changes[p / 64] |= 1ull << (p % 64);
+	}
+}
+
 static void forget_own_stores(void *arg, uint64_t first, uint64_t n)
 {
 	struct gaia_mapping *m = arg;
-	if ((m->flags & MAP_TYPE) == MAP_PRIVATE)
+	if (!hashes_stores(m)) {
 		mapping_note_own_change_locked(m, first, n);
-	else
-		page_sums_set(m->sums, first, n, m->exec.cpu + first * PG);
+	} else if (m->outside_unknown) {
+		m->outside_unknown = false;
+	} else {
+		for (uint64_t p = first; p < first + n && p < m->len / PG; p++) {
+			if (bit_of(m->outside_changes, p))
+				m->outside_changes[p / 64] &= ~(1ull << (p % 64));
+			else
+				page_sums_set(m->sums, p, 1, m->exec.cpu + p * PG);
+		}
+	}
 	if (!m->store_view && m->tracked)
 		tracker_forget((void *)(m->start + first * PG), n * PG);
 }
@@ -165,6 +205,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	m->replicas[dev] = r;
 	m->exec.replica[dev] = r;
 	m->exec.ops = &cuda_device_ops;
+	m->exec.storing = note_outside_changes;
 	m->exec.stored = forget_own_stores;
 	gaia_info("%s: replica on device %d, %s, %zu KiB", m->path, dev,
 		  r->backing == GAIA_BACKING_VMM ? "at its own address" : "in managed memory",
@@ -189,30 +230,36 @@ static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
 #define LAUNCH_WAIT_NOTE_S 5
 
 /* What the calling thread last waited for in gpu_mappings_quiesce: per
- * device, the number of launches planned before that wait (under
- * mapping_lock) when none was in flight then (between its plan and its
- * kernel queued), or UINT64_MAX. While the count is still that, every
+ * device, the number of launches planned there (devices.planned, under
+ * mapping_lock) whose kernels were all queued before a wait that then
+ * ended well, or UINT64_MAX. While the number is still that, every
  * kernel launched there has finished. */
 static __thread uint64_t quiesced_at[TSVT_MAX_DEVICES] __attribute__((tls_model("initial-exec")));
 static __thread bool quiesced_valid __attribute__((tls_model("initial-exec")));
-/* Launches in flight per device (gpu_mappings_launch_begin/_end): counted
- * before their plan takes mapping_lock, uncounted once queued. */
-static unsigned launches_in_flight[TSVT_MAX_DEVICES];
+/* Planned launches whose kernels were queued (or refused), per device. */
+static uint64_t launches_queued[TSVT_MAX_DEVICES];
 
-void gpu_mappings_launch_begin(int dev)
+void gpu_mappings_launch_queued(int dev)
 {
-	__atomic_add_fetch(&launches_in_flight[dev], 1, __ATOMIC_SEQ_CST);
-}
-
-void gpu_mappings_launch_end(int dev)
-{
-	__atomic_sub_fetch(&launches_in_flight[dev], 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&launches_queued[dev], 1, __ATOMIC_SEQ_CST);
 }
 
 /* Under mapping_lock: no kernel launched on dev may still run. */
 static bool device_idle_locked(int dev)
 {
-	return !devices.busy[dev] || (quiesced_valid && quiesced_at[dev] == devices.launches[dev]);
+	return !devices.busy[dev] || (quiesced_valid && quiesced_at[dev] == devices.planned[dev]);
+}
+
+/* Until the launches planned on dev (up to `planned`) queued their
+ * kernels: moments, unless a launching thread stopped (10 s: false). */
+static bool wait_queued(int dev, uint64_t planned)
+{
+	for (int i = 0; __atomic_load_n(&launches_queued[dev], __ATOMIC_SEQ_CST) < planned; i++) {
+		if (i == 10000)
+			return false;
+		usleep(i < 100 ? 10 : 1000);
+	}
+	return true;
 }
 
 static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
@@ -253,17 +300,18 @@ void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 				snprintf(path[d], sizeof(path[d]), "%s", m->path);
 			}
 		}
-		/* A launch in flight may queue its kernel after the wait: the
-		 * wait does not cover the launches counted so far then. */
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
-			seq[d] = __atomic_load_n(&launches_in_flight[d], __ATOMIC_SEQ_CST) ? UINT64_MAX
-											  : devices.launches[d];
+			seq[d] = devices.planned[d];
 		pthread_mutex_unlock(&mapping_lock);
 		if (!any)
 			return;
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 			if (!wait[d])
 				continue;
+			/* The launches planned so far queue their kernels first:
+			 * the wait then covers them. */
+			if (!wait_queued(d, seq[d]))
+				seq[d] = UINT64_MAX;
 			waiting_ctx = ctx[d];
 			int rc = watched_wait(WAIT_TEARDOWN, wait_ctx,
 					      "unmapping %s (or making it writable) has waited %d s for the "
@@ -430,34 +478,54 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
  * a wait has lasted LAUNCH_WAIT_NOTE_S, the shim says (once) what it waits
  * for and how to let such a launch go on. A thread of the shim's, started
  * at the first such wait, watches the clock (it takes no signals). */
+/* One slot per kind of wait: waits of different kinds (a launch's, a
+ * munmap's in another thread) run at once, each with its own deadline and
+ * note. A second wait of a kind already watched goes unwatched. */
+#define WAIT_KINDS 3
+struct wait_slot {
+	bool waiting;
+	struct timespec deadline;
+	char note[1400];
+};
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
 	pid_t watcher;       /* the process whose watcher runs; 0: none */
-	bool waiting;
-	unsigned kind, noted; /* the wait's kind (a bit), the kinds noted */
-	struct timespec deadline;
-	char note[1400];
+	unsigned noted;      /* the kinds noted (bits) */
+	struct wait_slot slot[WAIT_KINDS];
 } wait_note = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool reached(const struct timespec *now, const struct timespec *deadline)
+{
+	return now->tv_sec > deadline->tv_sec ||
+	       (now->tv_sec == deadline->tv_sec && now->tv_nsec >= deadline->tv_nsec);
+}
 
 static void *watch_launch_waits(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&wait_note.lock);
 	for (;;) {
-		if (!wait_note.waiting) {
+		const struct timespec *first = NULL;
+		for (int k = 0; k < WAIT_KINDS; k++) {
+			const struct wait_slot *w = &wait_note.slot[k];
+			if (w->waiting && (!first || reached(first, &w->deadline)))
+				first = &w->deadline;
+		}
+		if (!first) {
 			pthread_cond_wait(&wait_note.cond, &wait_note.lock);
 			continue;
 		}
-		struct timespec deadline = wait_note.deadline, now;
+		struct timespec deadline = *first, now;
 		pthread_cond_timedwait(&wait_note.cond, &wait_note.lock, &deadline);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (wait_note.waiting && (now.tv_sec > wait_note.deadline.tv_sec ||
-					  (now.tv_sec == wait_note.deadline.tv_sec &&
-					   now.tv_nsec >= wait_note.deadline.tv_nsec))) {
-			wait_note.noted |= wait_note.kind;
-			wait_note.waiting = false;
-			gaia_warn("%s", wait_note.note);
+		for (int k = 0; k < WAIT_KINDS; k++) {
+			struct wait_slot *w = &wait_note.slot[k];
+			if (w->waiting && reached(&now, &w->deadline)) {
+				wait_note.noted |= 1u << k;
+				w->waiting = false;
+				gaia_warn("%s", w->note);
+			}
 		}
 	}
 	return NULL;
@@ -486,33 +554,42 @@ void gpu_wait_note_after_fork_child(void)
 {
 	pthread_mutex_init(&wait_note.lock, NULL);
 	wait_note.watcher = 0;
-	wait_note.waiting = false;
+	for (int k = 0; k < WAIT_KINDS; k++)
+		wait_note.slot[k].waiting = false;
+	/* Launches in flight in other threads at the fork are not the
+	 * child's. */
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+		launches_queued[d] = devices.planned[d];
 }
 
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
  * watcher prints the note `fmt` makes (once per process and kind, a bit). */
 static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
 {
+	int k = __builtin_ctz(kind);
+	struct wait_slot *w = &wait_note.slot[k];
+	bool mine = false;
 	pthread_mutex_lock(&wait_note.lock);
-	if (!(wait_note.noted & kind) && start_watcher_locked()) {
-		wait_note.kind = kind;
+	if (!(wait_note.noted & kind) && !w->waiting && start_watcher_locked()) {
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(wait_note.note, sizeof(wait_note.note), fmt, ap);
+		vsnprintf(w->note, sizeof(w->note), fmt, ap);
 		va_end(ap);
-		clock_gettime(CLOCK_MONOTONIC, &wait_note.deadline);
-		wait_note.deadline.tv_sec += LAUNCH_WAIT_NOTE_S;
-		wait_note.waiting = true;
+		clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+		w->deadline.tv_sec += LAUNCH_WAIT_NOTE_S;
+		w->waiting = mine = true;
 		pthread_cond_signal(&wait_note.cond);
 	}
 	pthread_mutex_unlock(&wait_note.lock);
 	int rc = wait();
-	pthread_mutex_lock(&wait_note.lock);
-	if (wait_note.waiting) {
-		wait_note.waiting = false;
-		pthread_cond_signal(&wait_note.cond);
+	if (mine) {
+		pthread_mutex_lock(&wait_note.lock);
+		if (w->waiting) {
+			w->waiting = false;
+			pthread_cond_signal(&wait_note.cond);
+		}
+		pthread_mutex_unlock(&wait_note.lock);
 	}
-	pthread_mutex_unlock(&wait_note.lock);
 	return rc;
 }
 
@@ -759,10 +836,12 @@ static struct lrc_host host_for(struct host_call *c)
 }
 
 int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
-			struct gpu_translation *out, size_t out_capacity)
+			struct gpu_translation *out, size_t out_capacity, bool *planned)
 {
+	*planned = false;
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !cuda_backend_ready())
 		return 0;
+	*planned = true; /* lrc_proto_launch counts it in devices.planned */
 	uint64_t t0 = now_ns();
 	struct host_call c = {
 		.values = values,
@@ -799,7 +878,10 @@ int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
 		values[n++] = m->start > lo ? m->start : lo; /* a point inside m */
 	}
 	pthread_mutex_unlock(&mapping_lock);
-	int rc = n ? gpu_mappings_launch(dev, values, n, false, NULL, 0) : -ENOENT;
+	bool planned = false;
+	int rc = n ? gpu_mappings_launch(dev, values, n, false, NULL, 0, &planned) : -ENOENT;
+	if (planned)
+		gpu_mappings_launch_queued(dev); /* no kernel follows */
 	free(values);
 	return rc;
 }

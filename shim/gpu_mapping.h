@@ -23,13 +23,12 @@ struct gpu_translation {
 /* gaia_macquire for device dev: gpu_mappings_launch for the managed
  * mappings overlapping [addr, addr+len) (and those dev holds). */
 GAIA_HIDDEN int gpu_mappings_acquire_range(int dev, const void *addr, size_t len);
-/* Around a launch on dev, from before its acquire until its kernel is
- * queued (or refused): a launch in flight there (gpu_mappings_quiesce
- * does not take a wait as covering it). */
-GAIA_HIDDEN void gpu_mappings_launch_begin(int dev);
-GAIA_HIDDEN void gpu_mappings_launch_end(int dev);
+/* A launch that gpu_mappings_launch planned (*planned) on dev has queued
+ * its kernel, or was refused: gpu_mappings_quiesce waits for that before
+ * it takes a wait on dev as covering the launch. */
+GAIA_HIDDEN void gpu_mappings_launch_queued(int dev);
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
-				    struct gpu_translation *out, size_t out_capacity);
+				    struct gpu_translation *out, size_t out_capacity, bool *planned);
 /* A host sync on device dev returned: dev releases every region it
  * launched on, the CPU acquires. Either every kernel launched there since
  * its last release has finished (the caller made sure), or, `snapshot`,

@@ -201,6 +201,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		gpu_mapping_forget_locked(m);
 	device_exec_destroy(&m->exec);
 	free(m->own_changes);
+	free(m->outside_changes);
 	free(m->read_only);
 	free(m->unreadable);
 	if (m->pad_len)
@@ -595,14 +596,22 @@ static void apply_file_write_locked(dev_t dev, ino_t ino, uint64_t offset, uint6
  * another thread holds it (uploading a region, releasing): its record goes
  * to this queue, and the next thread to take the lock (mapping_lock_take)
  * applies it before anything reads what the CPU wrote. Every record
- * claimed before a take began is applied by it: a write that returned
- * before a launch is in that launch. A bounded queue of cells with
- * sequence numbers (many writers, one reader: the lock's holder); full,
- * the writer takes the lock. A cell's number is kept less its index, so
- * that zeroed memory is the empty queue. */
+ * claimed before a take began is applied by it, or by its writer under
+ * the lock: a write that returned before a launch is in that launch. A
+ * bounded queue of cells with sequence numbers (many writers, one reader:
+ * the lock's holder); full, the writer takes the lock. A cell's number is
+ * kept less its index, so that zeroed memory is the empty queue.
+ *
+ * A writer stopped between claiming a cell and filling it (a signal
+ * handler that does not return, a slow thread) must not hold up every
+ * later take: after a while the taker abandons the cell (a flag in its
+ * number); the writer, if it comes back, finds it abandoned, applies its
+ * record itself under the lock and frees the cell. Until then the cell is
+ * full to other writers, who take the lock. */
 #define WRITE_QUEUE 256
+#define CELL_ABANDONED (1ull << 63)
 struct write_cell {
-	uint64_t seq; /* less the cell's index */
+	uint64_t seq; /* less the cell's index; CELL_ABANDONED: given up */
 	dev_t dev;
 	ino_t ino;
 	uint64_t offset, len;
@@ -611,13 +620,53 @@ static struct write_cell write_queue[WRITE_QUEUE];
 static uint64_t write_head; /* the next position to claim */
 static uint64_t write_tail; /* the next position to apply (lock held) */
 
+/* Lock held: applies every record claimed so far, waiting a while for a
+ * writer between its claim and its record (a few stores). */
+#define DRAIN_PATIENCE 10000 /* yields */
+static void drain_file_writes_locked(void)
+{
+	uint64_t end = __atomic_load_n(&write_head, __ATOMIC_SEQ_CST);
+	for (uint64_t pos = write_tail; pos != end; pos++) {
+		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
+		uint64_t idx = pos % WRITE_QUEUE;
+		uint64_t filled = pos + 1 - idx, claimed = pos - idx;
+		for (unsigned i = 0; __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) != filled; i++) {
+			if (i < DRAIN_PATIENCE) {
+				sched_yield();
+				continue;
+			}
+			uint64_t expect = claimed;
+			if (__atomic_compare_exchange_n(&c->seq, &expect, claimed | CELL_ABANDONED, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break; /* its writer applies it */
+		}
+		write_tail = pos + 1;
+		if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) != filled)
+			continue;
+		dev_t dev = c->dev;
+		ino_t ino = c->ino;
+		uint64_t offset = c->offset, len = c->len;
+		__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
+		apply_file_write_locked(dev, ino, offset, len);
+	}
+}
+
+void mapping_lock_take(void)
+{
+	pthread_mutex_lock(&mapping_lock);
+	drain_file_writes_locked();
+}
+
 static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
 {
 	uint64_t pos = __atomic_load_n(&write_head, __ATOMIC_RELAXED);
 	for (;;) {
 		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
-		uint64_t seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) + pos % WRITE_QUEUE;
-		int64_t dif = (int64_t)(seq - pos);
+		uint64_t idx = pos % WRITE_QUEUE;
+		uint64_t stored = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		if (stored & CELL_ABANDONED)
+			return false; /* full until its writer comes back */
+		int64_t dif = (int64_t)(stored + idx - pos);
 		if (dif < 0)
 			return false; /* full */
 		if (dif > 0) {
@@ -631,40 +680,18 @@ static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len
 		c->ino = ino;
 		c->offset = offset;
 		c->len = len;
-		__atomic_store_n(&c->seq, pos + 1 - pos % WRITE_QUEUE, __ATOMIC_RELEASE);
+		uint64_t expect = pos - idx;
+		if (__atomic_compare_exchange_n(&c->seq, &expect, pos + 1 - idx, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return true;
+		/* Abandoned by a take that waited too long for it. */
+		pthread_mutex_lock(&mapping_lock);
+		drain_file_writes_locked();
+		apply_file_write_locked(dev, ino, offset, len);
+		__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&mapping_lock);
 		return true;
 	}
-}
-
-/* Lock held: applies every record claimed so far, waiting for a writer
- * between its claim and its record (a few stores). One that does not
- * finish (a signal handler of its own thread came here) is left to a
- * later take; the file's times and checksums find its write meanwhile. */
-#define DRAIN_PATIENCE 10000 /* yields */
-static void drain_file_writes_locked(void)
-{
-	uint64_t end = __atomic_load_n(&write_head, __ATOMIC_SEQ_CST);
-	for (uint64_t pos = write_tail; pos != end; pos++) {
-		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
-		uint64_t idx = pos % WRITE_QUEUE;
-		for (unsigned i = 0; __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) + idx != pos + 1; i++) {
-			if (i == DRAIN_PATIENCE)
-				return;
-			sched_yield();
-		}
-		dev_t dev = c->dev;
-		ino_t ino = c->ino;
-		uint64_t offset = c->offset, len = c->len;
-		__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
-		write_tail = pos + 1;
-		apply_file_write_locked(dev, ino, offset, len);
-	}
-}
-
-void mapping_lock_take(void)
-{
-	pthread_mutex_lock(&mapping_lock);
-	drain_file_writes_locked();
 }
 
 static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
@@ -672,7 +699,7 @@ static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t l
 	if (pthread_mutex_trylock(&mapping_lock) != 0) {
 		if (queue_file_write(dev, ino, offset, len))
 			return;
-		mapping_lock_take();
+		pthread_mutex_lock(&mapping_lock);
 	}
 	drain_file_writes_locked();
 	apply_file_write_locked(dev, ino, offset, len);

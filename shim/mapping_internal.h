@@ -48,6 +48,10 @@ struct gaia_mapping {
 	/* Pages this process changed since the last checksum pass (one bit
 	 * each): their checksums moving is not another writer's doing. */
 	uint64_t *own_changes;
+	/* Pages a merge is storing into whose bytes another writer changed
+	 * since the last look (gpu_mapping.c); NULL until needed. */
+	uint64_t *outside_changes;
+	bool outside_unknown; /* no memory for it: the stored pages keep their checksums */
 	/* Pages without PROT_WRITE in a mapping that has it elsewhere (one
 	 * bit each; NULL: none): device writes there are dropped
 	 * (device_exec.no_store). */

@@ -6,7 +6,10 @@
  * it, cudaDeviceSynchronize brings the results to the mapping. Then, for
  * each round, the outside writer replaces page 0 (and, every other round,
  * page 2) with new bytes, and a kernel copies the file's first word of
- * each page out: it must see the outside writer's bytes. The writer:
+ * each page out: it must see the outside writer's bytes. Last, the
+ * outside writer replaces page 1 while a kernel that stores into another
+ * word of page 1 runs: after the sync the mapping holds both, and the
+ * next kernel reads the writer's bytes. The writer:
  *   exec  another program (this one, run without LD_PRELOAD) pwrite()s;
  *   asm   a pwrite64 system call made with the syscall instruction
  *         (x86-64; as Go programs and io_uring users write), right before
@@ -36,6 +39,18 @@ __global__ void firsts(const unsigned *w, unsigned *out, unsigned pages)
 		out[p] = w[p * 1024u];
 }
 SIMGPU_KERNEL(firsts);
+
+/* Spins for ns, then w[i] = v. */
+__global__ void late_store(unsigned *w, unsigned i, unsigned v, long long ns)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
+		long long t0 = clock64();
+		while (clock64() - t0 < ns)
+			;
+		w[i] = v;
+	}
+}
+SIMGPU_KERNEL(late_store);
 
 static char path[256];
 
@@ -133,6 +148,29 @@ int main(int argc, char **argv)
 						 "holds %#x (written outside the shim before the launch)",
 			      r, got[p], p, want[p]);
 	}
+	/* The outside writer while a kernel writes another word of the same
+	 * page: the sync merges the kernel's word into the page the writer
+	 * left, and the next kernel reads the writer's bytes. */
+	step = "the outside writer while a kernel writes the same page";
+	SIMGPU_LAUNCH(late_store, 1, 32, 0, 0)(w, 1024u + 1u, 0x12345678u, 300000000ll);
+	CUDA_OK(cudaGetLastError());
+	usleep(50000);
+	for (unsigned i = 0; i < 1024; i++)
+		page[i] = 0xdef00000u + i;
+	outside_write(how, 1, page);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(w[1024] == 0xdef00000u && w[1026] == 0xdef00002u,
+	      "after the sync the mapping holds %#x, %#x in page 1, not the outside writer's %#x, %#x", w[1024],
+	      w[1026], 0xdef00000u, 0xdef00002u);
+	CHECK(w[1025] == 0x12345678u, "after the sync page 1's word 1 is %#x, not the kernel's 0x12345678", w[1025]);
+	SIMGPU_LAUNCH(firsts, 1, 32, 0, 0)(w, out, PAGES);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned got[PAGES];
+	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
+	CHECK(got[1] == 0xdef00000u, "a kernel after that sync read %#x as page 1's first word; the file "
+				     "holds %#x (the outside writer's, written while the kernel before ran)",
+	      got[1], 0xdef00000u);
 	munmap(w, PAGES * PAGE);
 	close(fd);
 	unlink(path);
