@@ -29,7 +29,11 @@ bool gaia_process_is_ours(void)
 
 /* A page the kernel empties in every child that does not share this
  * process's memory (MADV_WIPEONFORK, Linux 4.14), a fork or a raw clone
- * alike: 1 here, 0 there. NULL where the kernel refuses. */
+ * alike: 1 here, 0 there. NULL where the kernel refuses. A child that
+ * shares the memory (vfork, clone with CLONE_VM) reads 1: its writes are
+ * then recorded in the parent's state, which is the state that memory
+ * holds. An emulator that accepts the advice and ignores it (qemu-user)
+ * would make a raw clone look like this process. */
 static volatile unsigned char *fork_canary;
 
 bool gaia_state_is_ours(void)
