@@ -152,6 +152,12 @@ bool page_sums_same(const struct page_sums *s, uint64_t page, const unsigned cha
 	return !s || !s->ready || page >= s->npages || s->sums[page] == XXH3_64bits(bytes, GAIA_PAGE);
 }
 
+void page_sums_untrust(struct page_sums *s)
+{
+	if (s)
+		s->mtime.tv_nsec = -1;
+}
+
 bool page_sums_current(struct page_sums *s, int fd)
 {
 	struct stat st;

@@ -599,8 +599,9 @@ static void apply_file_write_locked(dev_t dev, ino_t ino, uint64_t offset, uint6
  * claimed before a take began is applied by it, or by its writer under
  * the lock: a write that returned before a launch is in that launch. A
  * bounded queue of cells with sequence numbers (many writers, one reader:
- * the lock's holder); full, the writer takes the lock. A cell's number is
- * kept less its index, so that zeroed memory is the empty queue.
+ * the lock's holder); full, the record is dropped and write_overflow set.
+ * A cell's number is kept less its index, so that zeroed memory is the
+ * empty queue.
  *
  * A writer stopped between claiming a cell and filling it (a signal
  * handler that does not return, a slow thread) must not hold up every
@@ -608,7 +609,7 @@ static void apply_file_write_locked(dev_t dev, ino_t ino, uint64_t offset, uint6
  * number); the writer, if it comes back, finds it abandoned, applies its
  * record itself under the lock and frees the cell. Until then the cell is
  * full to other writers, who take the lock. */
-#define WRITE_QUEUE 256
+#define WRITE_QUEUE 1024
 #define CELL_ABANDONED (1ull << 63)
 struct write_cell {
 	uint64_t seq; /* less the cell's index; CELL_ABANDONED: given up */
@@ -619,12 +620,21 @@ struct write_cell {
 static struct write_cell write_queue[WRITE_QUEUE];
 static uint64_t write_head; /* the next position to claim */
 static uint64_t write_tail; /* the next position to apply (lock held) */
+/* Set when a record found the queue full and was dropped: the next take
+ * has every mapping's checksums look at the whole file again, which finds
+ * the pages such writes changed (as another writer's). */
+static int write_overflow;
 
 /* Lock held: applies every record claimed so far, waiting a while for a
  * writer between its claim and its record (a few stores). */
 #define DRAIN_PATIENCE 10000 /* yields */
 static void drain_file_writes_locked(void)
 {
+	if (__atomic_load_n(&write_overflow, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&write_overflow, 0, __ATOMIC_SEQ_CST)) {
+		for (struct gaia_mapping *m = mappings; m; m = m->next)
+			page_sums_untrust(m->sums);
+	}
 	uint64_t end = __atomic_load_n(&write_head, __ATOMIC_SEQ_CST);
 	for (uint64_t pos = write_tail; pos != end; pos++) {
 		struct write_cell *c = &write_queue[pos % WRITE_QUEUE];
@@ -697,9 +707,9 @@ static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len
 static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
 {
 	if (pthread_mutex_trylock(&mapping_lock) != 0) {
-		if (queue_file_write(dev, ino, offset, len))
-			return;
-		pthread_mutex_lock(&mapping_lock);
+		if (!queue_file_write(dev, ino, offset, len))
+			__atomic_store_n(&write_overflow, 1, __ATOMIC_SEQ_CST);
+		return;
 	}
 	drain_file_writes_locked();
 	apply_file_write_locked(dev, ino, offset, len);
@@ -775,6 +785,10 @@ void mapping_after_fork(bool child)
 	 * here; the parent's were applied before it (mapping_before_fork). */
 	memset(write_queue, 0, sizeof(write_queue));
 	write_head = write_tail = 0;
+	if (write_overflow)
+		for (struct gaia_mapping *m = mappings; m; m = m->next)
+			page_sums_untrust(m->sums);
+	write_overflow = 0;
 	if (region_table_after_fork(&regions))
 		gaia_error("after fork: cannot initialise the region table's lock");
 	shared_file_after_fork();

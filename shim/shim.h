@@ -199,6 +199,8 @@ GAIA_HIDDEN void page_sums_free(struct page_sums *s);
 /* The shim stored into pages [first, first + n) (their bytes at `bytes`,
  * as in the file): their checksums become those of these bytes. */
 GAIA_HIDDEN void page_sums_set(struct page_sums *s, uint64_t first, uint64_t n, const unsigned char *bytes);
+/* The next look reads every page again, whatever the times say. */
+GAIA_HIDDEN void page_sums_untrust(struct page_sums *s);
 /* Whether page's bytes (at `bytes`) are what the last look saw (true
  * before the first). */
 GAIA_HIDDEN bool page_sums_same(const struct page_sums *s, uint64_t page, const unsigned char *bytes);

@@ -135,4 +135,43 @@ static inline void latency_end(struct latency *l)
 	}
 }
 
+/* The bound on one write's latency: ISOLATION_MAX_WRITE_MS, else `ms`. */
+static inline double max_write_ms(double ms)
+{
+	const char *e = getenv("ISOLATION_MAX_WRITE_MS");
+	return e && *e ? atof(e) : ms;
+}
+
+/* A thread that pwrite()s 4 KiB pages, one after another, into a mapped
+ * file until told to stop, checking that the mapping shows each, and
+ * keeping the worst latency (as struct latency does). Start it with
+ * pthread_create(..., page_writer_run, &w) on a filled-in struct. */
+struct page_writer {
+	int fd;
+	const unsigned char *map; /* the file's mapping */
+	size_t bytes;             /* of the file: its pages are written in turn */
+	unsigned pause_us;        /* between two writes (0: 200) */
+	int stop;                 /* atomic: set to end the thread */
+	struct latency lat;
+};
+
+static inline void *page_writer_run(void *arg)
+{
+	struct page_writer *w = (struct page_writer *)arg;
+	static unsigned char page[PAGE];
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		unsigned long n = w->lat.calls, k = n % (w->bytes / PAGE);
+		memset(page, (int)(n & 0xff), sizeof(page));
+		latency_begin(&w->lat);
+		ssize_t r = pwrite(w->fd, page, PAGE, (off_t)(k * PAGE));
+		latency_end(&w->lat);
+		CHECK(r == PAGE, "pwrite of a page into a mapped file returned %zd (%s)", r,
+		      r < 0 ? strerror(errno) : "short count");
+		CHECK(w->map[k * PAGE + 100] == (unsigned char)(n & 0xff),
+		      "the file's mapping does not show pwrite %lu", n);
+		usleep(w->pause_us ? w->pause_us : 200);
+	}
+	return NULL;
+}
+
 #endif

@@ -50,43 +50,20 @@ __global__ void slow_sum_mark(const unsigned *in, unsigned *out, unsigned *c, lo
 }
 SIMGPU_KERNEL(slow_sum_mark);
 
-static int b_fd;
-static unsigned char *b_map;
-static int stop; /* atomic */
-static struct latency lat;
-
-static void *writer(void *arg)
-{
-	(void)arg;
-	static unsigned char page[PAGE];
-	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		unsigned long n = lat.calls, k = n % (B_BYTES / PAGE);
-		memset(page, (int)(n & 0xff), sizeof(page));
-		latency_begin(&lat);
-		ssize_t r = pwrite(b_fd, page, PAGE, (off_t)(k * PAGE));
-		latency_end(&lat);
-		CHECK(r == PAGE, "pwrite of a page into the mapped file B returned %zd (%s)", r,
-		      r < 0 ? strerror(errno) : "short count");
-		CHECK(b_map[k * PAGE + 100] == (unsigned char)(n & 0xff), "B's mapping does not show pwrite %lu", n);
-		usleep(200);
-	}
-	return NULL;
-}
+static struct page_writer writer;
 
 int main(void)
 {
 	watchdog(90);
-	double max_ms = 100;
-	if (getenv("ISOLATION_MAX_WRITE_MS") && *getenv("ISOLATION_MAX_WRITE_MS"))
-		max_ms = atof(getenv("ISOLATION_MAX_WRITE_MS"));
+	double max_ms = max_write_ms(100);
 
 	int a_fd = make_file(A_BYTES, NULL);
 	unsigned *a = (unsigned *)map_file(a_fd, A_BYTES);
-	b_fd = make_file(B_BYTES, NULL);
+	int b_fd = make_file(B_BYTES, NULL);
 	/* Read-only: under GAIA_RUNNING_KERNELS=shared the writer's changes
 	 * then reach the device without waiting for its kernels, and step 3
 	 * has nothing but D's first copy to wait for. */
-	b_map = (unsigned char *)mmap(NULL, B_BYTES, PROT_READ, MAP_SHARED, b_fd, 0);
+	unsigned char *b_map = (unsigned char *)mmap(NULL, B_BYTES, PROT_READ, MAP_SHARED, b_fd, 0);
 	CHECK(b_map != MAP_FAILED, "mmap of B read-only: %s", strerror(errno));
 	int c_fd = make_file(C_BYTES, NULL);
 	unsigned *c = (unsigned *)map_file(c_fd, C_BYTES);
@@ -105,7 +82,10 @@ int main(void)
 	CUDA_OK(cudaDeviceSynchronize());
 
 	pthread_t t;
-	CHECK(pthread_create(&t, NULL, writer, NULL) == 0, "pthread_create");
+	writer.fd = b_fd;
+	writer.map = b_map;
+	writer.bytes = B_BYTES;
+	CHECK(pthread_create(&t, NULL, page_writer_run, &writer) == 0, "pthread_create");
 	usleep(100000);
 
 	step = "munmap of C while a kernel that writes it runs";
@@ -149,16 +129,16 @@ int main(void)
 	unsigned got[6];
 	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
 	usleep(100000);
-	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&writer.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 
 	step = "results";
-	unsigned long writes = lat.calls, preempted = lat.preempted;
-	double worst_s = lat.worst_s, worst_preempted_s = lat.worst_preempted_s;
+	unsigned long writes = writer.lat.calls, preempted = writer.lat.preempted;
+	double worst_s = writer.lat.worst_s, worst_preempted_s = writer.lat.worst_preempted_s;
 	printf("munmap took %.2f s, mprotect %.2f s, all %.2f s; %lu pwrite()s into mapped file B, "
 	       "worst %.3f ms at %.2f s; %lu preempted, worst of those %.3f ms; bound %.1f ms\n",
 	       munmap_s, mprotect_s, kernels_s, writes, worst_s * 1e3,
-	       worst_s > 0 ? lat.worst_at_s - t0 : 0.0, preempted, worst_preempted_s * 1e3, max_ms);
+	       worst_s > 0 ? writer.lat.worst_at_s - t0 : 0.0, preempted, worst_preempted_s * 1e3, max_ms);
 	fflush(stdout);
 	CHECK(got[1] == 7, "the kernel running during munmap saw %u, not 3 + 4", got[1]);
 	CHECK(mark == MARK, "C's file holds %#x after munmap, not the running kernel's write %#x", mark, MARK);

@@ -60,9 +60,7 @@ static void *logger(void *arg)
 int main(void)
 {
 	watchdog(60);
-	double max_ms = 10;
-	if (getenv("ISOLATION_MAX_WRITE_MS") && *getenv("ISOLATION_MAX_WRITE_MS"))
-		max_ms = atof(getenv("ISOLATION_MAX_WRITE_MS"));
+	double max_ms = max_write_ms(10);
 
 	char log_path[256];
 	snprintf(log_path, sizeof(log_path), "%s/gaia-isolation-log-XXXXXX", temp_dir());
