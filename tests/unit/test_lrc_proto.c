@@ -246,6 +246,34 @@ struct world {
 	struct lrc_devices devs;
 };
 
+/* Region i: 4 pages of file bytes, present, wanted by every launch. */
+static void region_open(struct world *w, int i, unsigned flags)
+{
+	struct fake_region *r = &w->f.r[i];
+	r->h = calloc(1, sizeof(*r->h));
+	assert_non_null(r->h);
+	r->h->npages = 4;
+	r->h->flags = flags;
+	r->h->exec_mode = HARNESS_EXEC;
+	for (uint32_t b = 0; b < r->h->npages * PG; b++)
+		r->h->file[b] = (uint8_t)(b * 13 + i);
+	harness_open(r->h);
+	r->name = malloc(32);
+	assert_non_null(r->name);
+	snprintf(r->name, 32, "region-%d", i);
+	r->present = true;
+	r->want = LRC_WANT_NEEDED;
+}
+
+/* The first n regions' epochs on dev closed, as a sync would. */
+static void close_epochs(struct world *w, int n, int dev)
+{
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(lrc_sync(&w->f.r[i].h->region, dev, &w->f.r[i].h->plan), 0);
+		lrc_plan_reset(&w->f.r[i].h->plan);
+	}
+}
+
 static struct world *world_new(int nregions, unsigned flags)
 {
 	struct world *w = calloc(1, sizeof(*w));
@@ -255,22 +283,8 @@ static struct world *world_new(int nregions, unsigned flags)
 	w->f.unmap_during_wait = -1;
 	w->f.devs = &w->devs;
 	fake_of = &w->f;
-	for (int i = 0; i < nregions; i++) {
-		struct fake_region *r = &w->f.r[i];
-		r->h = calloc(1, sizeof(*r->h));
-		assert_non_null(r->h);
-		r->h->npages = 4;
-		r->h->flags = flags;
-		r->h->exec_mode = HARNESS_EXEC;
-		for (uint32_t b = 0; b < r->h->npages * PG; b++)
-			r->h->file[b] = (uint8_t)(b * 13 + i);
-		harness_open(r->h);
-		r->name = malloc(32);
-		assert_non_null(r->name);
-		snprintf(r->name, 32, "region-%d", i);
-		r->present = true;
-		r->want = LRC_WANT_NEEDED;
-	}
+	for (int i = 0; i < nregions; i++)
+		region_open(w, i, flags);
 	return w;
 }
 
@@ -354,14 +368,7 @@ static void test_a_replica_that_waits_to_be_made_is_made_after_an_unlocked_wait(
 	assert_int_equal(w->f.restarts, 1);
 	assert_device_current(w, 0);
 	/* One that cannot have a replica is not waited for. */
-	w->f.r[2].h = calloc(1, sizeof(*w->f.r[2].h));
-	assert_non_null(w->f.r[2].h);
-	w->f.r[2].h->npages = 4;
-	w->f.r[2].h->flags = LRC_WRITABLE | LRC_SHARED;
-	w->f.r[2].h->exec_mode = HARNESS_EXEC;
-	harness_open(w->f.r[2].h);
-	w->f.r[2].name = strdup("region-2");
-	w->f.r[2].present = true;
+	region_open(w, 2, LRC_WRITABLE | LRC_SHARED);
 	w->f.r[2].want = LRC_WANT_ACQUIRE;
 	w->f.r[2].replica_err = -ENOMEM;
 	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
@@ -375,10 +382,7 @@ static void test_second_look_that_finds_more_waits_unlocked_and_starts_over(void
 	(void)state;
 	struct world *w = world_new(3, LRC_WRITABLE | LRC_SHARED);
 	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
-	for (int i = 0; i < 3; i++) {
-		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
-		lrc_plan_reset(&w->f.r[i].h->plan);
-	}
+	close_epochs(w, 3, 0);
 	cpu_store(&w->f.r[2], 3 * PG + 1, 0x42);
 	/* The first look says the moves may go on while kernels run; the
 	 * second (per region, just before planning) says otherwise. */
@@ -422,10 +426,7 @@ static void test_an_epoch_opened_by_the_first_pass_is_not_kept_after_a_failure(v
 	(void)state;
 	struct world *w = world_new(3, LRC_WRITABLE | LRC_SHARED);
 	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
-	for (int i = 0; i < 3; i++) {
-		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
-		lrc_plan_reset(&w->f.r[i].h->plan);
-	}
+	close_epochs(w, 3, 0);
 	cpu_store(&w->f.r[0], 3, 0x30);
 	cpu_store(&w->f.r[2], 5, 0x50);
 	w->f.lie = 4;
@@ -445,10 +446,7 @@ static void test_region_unmapped_while_the_launch_waits(void **state)
 	(void)state;
 	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
 	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(lrc_sync(&w->f.r[i].h->region, 0, &w->f.r[i].h->plan), 0);
-		lrc_plan_reset(&w->f.r[i].h->plan);
-	}
+	close_epochs(w, 2, 0);
 	cpu_store(&w->f.r[0], 7, 1);
 	cpu_store(&w->f.r[1], 9, 2);
 	/* Region 0 (whose name the wait is given) goes while the lock is
