@@ -9,7 +9,10 @@
  * where wanted and each run starts with no mapping of the file. Runs with
  * and without the shim alternate (the machine is shared and noisy) and the
  * medians are compared. The worker times only its own region (mmap included:
- * the shim does its work there) and prints one "RESULT ..." line.
+ * the shim does its work there) and prints one "RESULT ..." line. The
+ * in-process rows compare, within one process under the shim, calls
+ * through the shim's hook with calls of libc's own function: what is left
+ * between them is the hook's work, without the noise between processes.
  *
  * The data is a 256 MiB file under $TMPDIR (or /tmp), written, fsync'ed
  * (so write-back does not run during the measurements) and read once, so
@@ -407,6 +410,124 @@ static int worker_pwrite(const char *path)
 	return 0;
 }
 
+/* A small file of the worker's own (next to path, removed at once),
+ * mapped MAP_SHARED read-write and written once: under the shim, a
+ * managed mapping. *managed: 1 when it is (or no shim runs). */
+#define OWN_BYTES (1u << 20)
+static char *map_own_file(const char *path, int *managed)
+{
+	char own[PATH_MAX];
+	snprintf(own, sizeof(own), "%s.own-XXXXXX", path);
+	int mfd = mkstemp(own);
+	if (mfd < 0 || ftruncate(mfd, OWN_BYTES))
+		die(own);
+	char *map = mmap(NULL, OWN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	map[0] = 1;
+	*managed = is_managed(map, PAGE);
+	close(mfd);
+	unlink(own);
+	return map;
+}
+
+/* --- in-process overhead: the shim's hook against libc's own call --- */
+
+/* libc's pread64 and pwrite64 themselves, behind the preloaded shim: a
+ * lookup in libc's handle finds libc's definitions. */
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+static void *libc_call(const char *name)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	void *fn = libc ? dlsym(libc, name) : NULL;
+	if (!fn)
+		die(name);
+	return fn;
+}
+
+/* Alternating blocks of INPROC_BLOCK calls through the program's own
+ * symbol (the shim's hook when preloaded) and through libc's, at the same
+ * offsets, so that both see the same process, mapping, page cache and
+ * moment: what remains between them is the hook's own work. Returns the
+ * two totals in ns. */
+#define INPROC_BLOCK 1024
+static void time_inproc(int fd, const off_t *offsets, size_t count, bool write, char *buf,
+			double *hooked_ns, double *libc_ns)
+{
+	pread_fn real_read = NULL;
+	pwrite_fn real_write = NULL;
+	void *f = libc_call(write ? "pwrite64" : "pread64");
+	if (write)
+		memcpy(&real_write, &f, sizeof(f));
+	else
+		memcpy(&real_read, &f, sizeof(f));
+	*hooked_ns = *libc_ns = 0;
+	for (size_t b = 0; b < count / INPROC_BLOCK; b++) {
+		const off_t *at = offsets + b * INPROC_BLOCK;
+		for (int k = 0; k < 2; k++) {
+			bool hooked = (k == 0) == (b % 2 == 0);
+			double t0 = now_ns();
+			for (size_t i = 0; i < INPROC_BLOCK; i++) {
+				ssize_t n;
+				buf[0] = (char)i;
+				if (write)
+					n = hooked ? pwrite(fd, buf, PAGE, at[i])
+						   : real_write(fd, buf, PAGE, at[i]);
+				else
+					n = hooked ? pread(fd, buf, PAGE, at[i])
+						   : real_read(fd, buf, PAGE, at[i]);
+				if (n != (ssize_t)PAGE)
+					die(write ? "pwrite" : "pread");
+			}
+			*(hooked ? hooked_ns : libc_ns) += now_ns() - t0;
+		}
+	}
+}
+
+/* RESULT: hooked_ns libc_ns managed. pwrite: PWRITE_COUNT writes of each
+ * kind into the mapped file (managed under the shim). pread: PREAD_COUNT
+ * reads of each kind of the unmanaged file, in a process that maps a small
+ * file of its own when `mapped`. */
+static int worker_inproc(const char *path, bool write, bool mapped)
+{
+	int fd = open(path, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		die(path);
+	char *map = NULL;
+	size_t map_len = 0;
+	int managed = 1;
+	if (write) {
+		map_len = FILE_BYTES;
+		map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+		managed = is_managed(map, PAGE);
+	} else if (mapped) {
+		map_len = OWN_BYTES;
+		map = map_own_file(path, &managed);
+	}
+	size_t count = write ? PWRITE_COUNT : PREAD_COUNT;
+	off_t *offsets = malloc(count * sizeof(*offsets));
+	static char buf[PAGE] __attribute__((aligned(4096)));
+	if (!offsets)
+		die("malloc");
+	rng_state = SEED ^ (write ? 0x5157 : 0x7265);
+	for (size_t i = 0; i < count; i++)
+		offsets[i] = (off_t)((rng_next() % FILE_PAGES) * PAGE);
+	memset(buf, 0x5a, sizeof(buf));
+	double out[3];
+	time_inproc(fd, offsets, count, write, buf, &out[0], &out[1]);
+	out[2] = managed;
+	sink += (unsigned char)buf[1];
+	if (map)
+		munmap(map, map_len);
+	close(fd);
+	free(offsets);
+	print_result(out, 3);
+	return 0;
+}
+
 /* The unmanaged path without fio: PREAD_COUNT preads of one page at fixed
  * random offsets of a file that nothing maps. With `mapped`, the process
  * first maps a small file of its own MAP_SHARED read-write (managed under
@@ -426,22 +547,10 @@ static int worker_pread(const char *path, bool mapped, bool thread)
 	pthread_t idle;
 	if (thread && pthread_create(&idle, NULL, idle_thread, NULL))
 		die("pthread_create");
-	char own[PATH_MAX];
 	char *map = NULL;
 	int managed = 1;
-	if (mapped) {
-		snprintf(own, sizeof(own), "%s.own-XXXXXX", path);
-		int mfd = mkstemp(own);
-		if (mfd < 0 || ftruncate(mfd, 1 << 20))
-			die(own);
-		map = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-		if (map == MAP_FAILED)
-			die("mmap");
-		map[0] = 1;
-		managed = is_managed(map, PAGE);
-		close(mfd);
-		unlink(own);
-	}
+	if (mapped)
+		map = map_own_file(path, &managed);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	off_t *offsets = malloc(PREAD_COUNT * sizeof(*offsets));
 	static char buf[PAGE] __attribute__((aligned(4096)));
@@ -460,7 +569,7 @@ static int worker_pread(const char *path, bool mapped, bool thread)
 	close(fd);
 	free(offsets);
 	if (map)
-		munmap(map, 1 << 20);
+		munmap(map, OWN_BYTES);
 	double out[2] = {t1 - t0, managed};
 	print_result(out, 2);
 	return 0;
@@ -492,6 +601,12 @@ static int run_worker(int argc, char **argv)
 		return worker_pread(path, false, false);
 	if (!strcmp(mode, "pread_thread"))
 		return worker_pread(path, false, true);
+	if (!strcmp(mode, "pwrite_inproc"))
+		return worker_inproc(path, true, false);
+	if (!strcmp(mode, "pread_inproc"))
+		return worker_inproc(path, false, false);
+	if (!strcmp(mode, "pread_mapped_inproc"))
+		return worker_inproc(path, false, true);
 	fprintf(stderr, "%s: unknown worker mode %s\n", prog, mode);
 	return 2;
 }
@@ -515,8 +630,13 @@ static char **child_environment(bool shim)
 	if (!env)
 		die("calloc");
 	size_t k = 0;
+	/* The extra setting replaces the inherited one. */
+	size_t extra_name = 0;
+	if (shim && shim_extra_env)
+		extra_name = (size_t)(strchr(shim_extra_env, '=') - shim_extra_env) + 1;
 	for (size_t i = 0; i < n; i++) {
-		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    (!extra_name || strncmp(environ[i], shim_extra_env, extra_name)))
 			env[k++] = environ[i];
 	}
 	if (shim) {
@@ -941,15 +1061,17 @@ int main(int argc, char **argv)
 	/* The same path without fio's own noise: preads from this program, in
 	 * a process with no mapping and in one with a managed mapping of
 	 * another file (the in-process overhead). */
-	/* The third: the same as the second with GAIA_RELEASE_MS=0, so the
-	 * process keeps its one thread (see the row after). */
+	/* The second with the shim's GAIA_RELEASE_MS thread (at its default
+	 * period), the third with GAIA_RELEASE_MS=0 as everywhere else here,
+	 * so the process keeps its one thread (see the row after). */
 	const char *pread_modes[3] = {"pread", "pread_mapped", "pread_mapped"};
 	const char *pread_what[3] = {"in a process with no mapping",
-				     "in a process with a managed mapping of another file",
+				     "in a process with a managed mapping of another file and the "
+				     "shim's GAIA_RELEASE_MS thread",
 				     "the same, GAIA_RELEASE_MS=0 (no thread of the shim's)"};
 	double pr_pct[3] = {0, 0, 0};
 	for (int m = 0; m < 3; m++) {
-		shim_extra_env = m == 2 ? "GAIA_RELEASE_MS=0" : NULL;
+		shim_extra_env = m == 1 ? "GAIA_RELEASE_MS=100" : NULL;
 		double pr_k[PWRITE_REPS], pr_s[PWRITE_REPS];
 		int pr_unmanaged = 0;
 		for (int r = 0; r < PWRITE_REPS; r++) {
@@ -996,6 +1118,40 @@ int main(int argc, char **argv)
 	       PWRITE_REPS, th1_ns, th2_ns, th_pct);
 	printf("\n");
 
+	/* The shim's own work per call, without the noise between processes:
+	 * in one process under the shim, blocks of calls through the hook and
+	 * through libc's function alternate (worker_inproc). */
+	const char *inproc_modes[3] = {"pread_inproc", "pread_mapped_inproc", "pwrite_inproc"};
+	const char *inproc_what[3] = {
+		"pread() of the unmanaged file, in a process with no mapping",
+		"pread() of the unmanaged file, in a process with a managed mapping of another file",
+		"pwrite() into the managed mapped file"};
+	double inproc_pct[3];
+	printf("in one process under the shim, the hook against libc's own function (blocks of %d "
+	       "calls alternated; median of %d processes)\n",
+	       INPROC_BLOCK, PWRITE_REPS);
+	for (int m = 0; m < 3; m++) {
+		double pct[PWRITE_REPS], hooked[PWRITE_REPS], direct[PWRITE_REPS];
+		int unmanaged = 0;
+		size_t count = m == 2 ? PWRITE_COUNT : PREAD_COUNT;
+		for (int r = 0; r < PWRITE_REPS; r++) {
+			double v[3];
+			run_worker_child(inproc_modes[m], data_path, true, v, 3);
+			pct[r] = (v[0] / v[1] - 1.0) * 100.0;
+			hooked[r] = v[0] / (double)count;
+			direct[r] = v[1] / (double)count;
+			if (v[2] < 0.5)
+				unmanaged++;
+		}
+		inproc_pct[m] = median(pct, PWRITE_REPS);
+		printf("  %-84s libc %.0f ns, hook %.0f ns: overhead %.2f%%\n", inproc_what[m],
+		       median(direct, PWRITE_REPS), median(hooked, PWRITE_REPS), inproc_pct[m]);
+		if (unmanaged)
+			printf("  WARNING: %d of %d runs did not manage their mapping\n", unmanaged,
+			       PWRITE_REPS);
+	}
+	printf("\n");
+
 	/* 4. pwrite into a managed file. */
 	double pw_k[PWRITE_REPS], pw_s[PWRITE_REPS];
 	int pw_unmanaged = 0;
@@ -1037,5 +1193,8 @@ int main(int argc, char **argv)
 	       pr_pct[2]);
 	printf("BENCH pread_second_thread_pct %.2f %%\n", th_pct);
 	printf("BENCH managed_write_overhead_pct %.2f %%\n", pw_pct);
+	printf("BENCH unmanaged_pread_inproc_overhead_pct %.2f %%\n", inproc_pct[0]);
+	printf("BENCH unmanaged_pread_in_mapping_process_inproc_overhead_pct %.2f %%\n", inproc_pct[1]);
+	printf("BENCH managed_pwrite_inproc_overhead_pct %.2f %%\n", inproc_pct[2]);
 	return failures ? 1 : 0;
 }
