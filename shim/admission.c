@@ -258,7 +258,7 @@ void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	if (pad_len)
 		REAL(munmap)((void *)pad_start, pad_len);
 }
@@ -273,5 +273,5 @@ void mapping_release_padding(const void *addr, size_t len)
 			m->pad_len = 0;
 		}
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }

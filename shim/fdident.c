@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,11 @@ void fd_ident_file_unmanaged(dev_t dev, ino_t ino)
 	__atomic_sub_fetch(&fd_ident_files_managed, 1, __ATOMIC_RELEASE);
 }
 
+bool fd_ident_file_listed(dev_t dev, ino_t ino)
+{
+	return __atomic_load_n(&file_buckets[file_bucket(dev, ino)], __ATOMIC_ACQUIRE) != 0;
+}
+
 /* --- descriptors --- */
 
 enum { KIND_UNKNOWN = 0, KIND_OTHER = 1, KIND_REGULAR = 2, KIND_APPEND = 4 /* with REGULAR */ };
@@ -84,14 +90,17 @@ static struct fd_entry *entry_of(int fd, bool create)
 	struct fd_entry **slot = &chunks[fd / CHUNK_FDS];
 	struct fd_entry *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!c && create) {
-		struct fd_entry *fresh = calloc(CHUNK_FDS, sizeof(*fresh));
-		if (!fresh)
+		/* mmap, not malloc: the hooks run in signal handlers too (write
+		 * and ftruncate are async-signal-safe), and malloc is not. */
+		void *fresh = REAL(mmap)(NULL, CHUNK_FDS * sizeof(struct fd_entry), PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fresh == MAP_FAILED)
 			return NULL;
-		if (__atomic_compare_exchange_n(slot, &c, fresh, false, __ATOMIC_ACQ_REL,
+		if (__atomic_compare_exchange_n(slot, &c, (struct fd_entry *)fresh, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			c = fresh;
 		else
-			free(fresh); /* another thread's chunk won */
+			REAL(munmap)(fresh, CHUNK_FDS * sizeof(struct fd_entry)); /* another thread's chunk won */
 	}
 	return c ? &c[fd % CHUNK_FDS] : NULL;
 }

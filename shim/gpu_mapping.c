@@ -302,7 +302,7 @@ void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 		}
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++)
 			seq[d] = devices.planned[d];
-		pthread_mutex_unlock(&mapping_lock);
+		mapping_lock_give();
 		if (!any)
 			return;
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
@@ -660,7 +660,7 @@ static void host_lock(void *ctx)
 static void host_unlock(void *ctx)
 {
 	(void)ctx;
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 static void *host_next(void *ctx, void *prev)
@@ -731,8 +731,9 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 	(void)dev;
 	for (size_t i = 0; i < m->plan.count; i++)
 		count[m->plan.items[i].kind] += m->plan.items[i].npages;
-	if (why == LRC_RUN_LAUNCH || why == LRC_RUN_DIFF)
-		m->exec.valid_pages = file_valid_pages(m);
+	/* Every run: a size change of the file waits for the mapping lock
+	 * (mapping_file_resize_begin), so this holds for the whole run. */
+	m->exec.valid_pages = file_valid_pages(m);
 	if (why == LRC_RUN_LAUNCH) {
 		populate_uploads(m);
 		stats_add(GAIA_STAT_cpu_dirty_pages, count[LRC_PUBLISH]);
@@ -877,7 +878,7 @@ int gpu_mappings_acquire_range(int dev, const void *addr, size_t len)
 		}
 		values[n++] = m->start > lo ? m->start : lo; /* a point inside m */
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	bool planned = false;
 	int rc = n ? gpu_mappings_launch(dev, values, n, false, NULL, 0, &planned) : -ENOENT;
 	if (planned)

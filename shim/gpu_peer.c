@@ -13,16 +13,9 @@
 
 #define PG GAIA_PAGE
 
-static bool any_replica_in_process; /* a hint for the read hooks */
-
 void gpu_peer_enable(void)
 {
-	__atomic_store_n(&any_replica_in_process, true, __ATOMIC_RELAXED);
-}
-
-bool gpu_peer_possible(void)
-{
-	return __atomic_load_n(&any_replica_in_process, __ATOMIC_RELAXED);
+	__atomic_store_n(&gaia_peer_reads, true, __ATOMIC_RELAXED);
 }
 
 /* Device d holds the current bytes of page p: its version is the newest
@@ -107,6 +100,6 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 		free(stage);
 		break;
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	return served;
 }

@@ -1,5 +1,5 @@
-/* Interposed file writes: write, pwrite, writev, pwritev, pwritev2 and
- * ftruncate. The kernel writes these into the page cache without touching
+/* Interposed file writes: write, pwrite, writev, pwritev, pwritev2,
+ * ftruncate and truncate. The kernel writes these into the page cache without touching
  * the mapping's page tables, so write tracking cannot see them (research:
  * pagecache_wp.md): the shim records them as CPU writes of the pages of
  * every managed mapping of that file. With no managed mapping in the
@@ -84,7 +84,9 @@ static void record_write(int fd, const struct placed *w, off_t offset, ssize_t n
 	errno = saved;
 }
 
-GAIA_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+/* The hooks' first test sends every call of a process with no managed
+ * mapping straight to libc (a tail call); the rest come here. */
+static __attribute__((noinline)) ssize_t write_managing(int fd, const void *buf, size_t count)
 {
 	struct placed w = place(fd, true, false);
 	ssize_t n = IO_GATED(buf, count, REAL(write)(fd, buf, count));
@@ -94,12 +96,26 @@ GAIA_EXPORT ssize_t write(int fd, const void *buf, size_t count)
 
 /* pwrite on a descriptor open O_APPEND appends, whatever the offset says
  * (pwrite(2), BUGS). */
-GAIA_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
+static __attribute__((noinline)) ssize_t pwrite_managing(int fd, const void *buf, size_t count, off_t offset)
 {
 	struct placed w = place(fd, false, false);
 	ssize_t n = IO_GATED(buf, count, REAL(pwrite64)(fd, buf, count, offset));
 	record_write(fd, &w, offset, n);
 	return n;
+}
+
+GAIA_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+	if (!fd_ident_any_managed())
+		return REAL(write)(fd, buf, count);
+	return write_managing(fd, buf, count);
+}
+
+GAIA_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
+{
+	if (!fd_ident_any_managed())
+		return REAL(pwrite64)(fd, buf, count, offset);
+	return pwrite_managing(fd, buf, count, offset);
 }
 
 GAIA_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
@@ -142,20 +158,51 @@ GAIA_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t 
 GAIA_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset,
 				int flags) __attribute__((alias("pwritev2")));
 
-GAIA_EXPORT int ftruncate64(int fd, off_t length)
+/* A size change of a managed file: under the mapping lock (see
+ * mapping_file_resize_begin), between the size before and after (every
+ * page from the new size on when the size before is not known). */
+static int resize_managed(dev_t dev, ino_t ino, int fd, const char *path, off_t length)
 {
+	int saved = errno;
+	gaia_in_shim++;
+	bool locked = mapping_file_resize_begin();
 	struct stat st;
-	struct placed w = place(fd, false, false);
-	bool track = w.managed && fstat(fd, &st) == 0;
-	int rc = REAL(ftruncate64)(fd, length);
-	if (rc == 0 && track) {
-		int saved = errno;
-		gaia_in_shim++;
-		mapping_file_truncated(w.dev, w.ino, st.st_size, length);
-		gaia_in_shim--;
-		errno = saved;
-	}
+	bool known = (fd >= 0 ? fstat(fd, &st) : stat(path, &st)) == 0;
+	int rc = fd >= 0 ? REAL(ftruncate64)(fd, length) : REAL(truncate64)(path, length);
+	int err = rc ? errno : saved;
+	if (rc == 0)
+		mapping_file_resize_end(locked, dev, ino, known ? st.st_size : INT64_MAX, length);
+	else
+		mapping_file_resize_end(locked, dev, ino, 0, 0);
+	gaia_in_shim--;
+	errno = err;
 	return rc;
 }
 
+GAIA_EXPORT int ftruncate64(int fd, off_t length)
+{
+	if (!fd_ident_any_managed())
+		return REAL(ftruncate64)(fd, length);
+	struct placed w = place(fd, false, false);
+	if (!w.managed)
+		return REAL(ftruncate64)(fd, length);
+	return resize_managed(w.dev, w.ino, fd, NULL, length);
+}
+
 GAIA_EXPORT int ftruncate(int fd, off_t length) __attribute__((alias("ftruncate64")));
+
+GAIA_EXPORT int truncate64(const char *path, off_t length)
+{
+	struct stat st;
+	if (!fd_ident_any_managed() || gaia_in_shim)
+		return REAL(truncate64)(path, length);
+	int saved = errno;
+	bool listed = stat(path, &st) == 0 && S_ISREG(st.st_mode) && fd_ident_file_listed(st.st_dev, st.st_ino) &&
+		      gaia_state_is_ours();
+	errno = saved;
+	if (!listed)
+		return REAL(truncate64)(path, length);
+	return resize_managed(st.st_dev, st.st_ino, -1, path, length);
+}
+
+GAIA_EXPORT int truncate(const char *path, off_t length) __attribute__((alias("truncate64")));

@@ -256,6 +256,8 @@ static long route(long nr, const long *a)
 		return pwritev2((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3], (int)a[5]);
 	case SYS_ftruncate:
 		return ftruncate((int)a[0], (off_t)a[1]);
+	case SYS_truncate:
+		return truncate((const char *)a[0], (off_t)a[1]);
 	case SYS_mmap: {
 		void *p = mmap((void *)a[0], (size_t)a[1], (int)a[2], (int)a[3], (int)a[4], (off_t)a[5]);
 		return p == MAP_FAILED ? -1 : (long)p;

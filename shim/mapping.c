@@ -36,6 +36,27 @@
 
 
 pthread_mutex_t mapping_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The shim's locks this thread holds, is taking or has just let go of
+ * (mapping_lock, the region table's): a signal handler that runs on it
+ * then must not wait for mapping_lock, which it could be waiting for
+ * itself or for a thread that waits for this one (see
+ * mapping_file_resize_begin). Raised before a lock is taken and lowered
+ * after it is let go, so that it is never zero while one is this
+ * thread's. */
+static __thread unsigned locks_mine __attribute__((tls_model("initial-exec")));
+
+static void locks_mine_enter(void)
+{
+	locks_mine++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void locks_mine_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	locks_mine--;
+}
 static struct region_table regions;
 static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
 struct gaia_mapping *mappings;
@@ -146,7 +167,7 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	mapping_lock_take();
 	if (m->fd < 0 || lrc_region_init(&m->engine, len / GAIA_PAGE, engine_flags) ||
 	    region_insert(&regions, &r)) {
-		pthread_mutex_unlock(&mapping_lock);
+		mapping_lock_give();
 		/* Out of descriptors is the program's limit, met again at every
 		 * mapping after this one: said once, with its cause. */
 		if (m->fd < 0)
@@ -168,12 +189,13 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	 * holds dates from an acquire, so only changes after one matter. */
 	m->sums = page_sums_new(len / GAIA_PAGE);
 	m->own_changes = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
+	m->file_written = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
 	io_gate_cover(m->start, m->len);
 	m->next = mappings;
 	mappings = m;
 	__atomic_add_fetch(&mapping_count, 1, __ATOMIC_RELAXED);
 	fd_ident_file_managed(m->dev, m->ino);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	release_timer_start();
 	stats_add(GAIA_STAT_managed_mappings, 1);
 	stats_add(GAIA_STAT_readahead_pages, populated);
@@ -201,6 +223,7 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 		gpu_mapping_forget_locked(m);
 	device_exec_destroy(&m->exec);
 	free(m->own_changes);
+	free(m->file_written);
 	free(m->outside_changes);
 	free(m->read_only);
 	free(m->unreadable);
@@ -222,12 +245,18 @@ void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t first, uint
 		m->own_changes[p / 64] |= 1ull << (p % 64);
 }
 
+/* The CPU wrote pages [first, first+n) of m: the engine's dirty pages,
+ * and this process's own changes. */
+static void cpu_wrote_locked(struct gaia_mapping *m, uint64_t first, uint64_t n)
+{
+	lrc_cpu_wrote(&m->engine, first, n);
+	mapping_note_own_change_locked(m, first, n);
+}
+
 static void mark_cpu_written(uintptr_t start, uintptr_t end, void *arg)
 {
 	struct gaia_mapping *m = arg;
-	uint64_t first = (start - m->start) / GAIA_PAGE, n = (end - start) / GAIA_PAGE;
-	lrc_cpu_wrote(&m->engine, first, n);
-	mapping_note_own_change_locked(m, first, n);
+	cpu_wrote_locked(m, (start - m->start) / GAIA_PAGE, (end - start) / GAIA_PAGE);
 }
 
 /* Asks the tracker for m's written pages (every live piece). */
@@ -362,7 +391,9 @@ bool mapping_overlaps(const void *addr, size_t len)
 		return false;
 	struct overlap_walk w = {0};
 	pthread_once(&regions_once, regions_init);
+	locks_mine_enter(); /* the region table's read lock */
 	region_for_each(&regions, (uintptr_t)addr, len, visit_overlap, &w);
+	locks_mine_leave();
 	free(w.seen);
 	return w.nseen > 0;
 }
@@ -391,7 +422,9 @@ bool mapping_within_one(const void *addr, size_t len, bool need_write)
 		return false;
 	struct within_walk w = {.start = a, .end = a + len};
 	pthread_once(&regions_once, regions_init);
+	locks_mine_enter(); /* the region table's read lock */
 	region_for_each(&regions, a, len, visit_within, &w);
+	locks_mine_leave();
 	return w.pieces == 1 && w.inside && (!need_write || w.writable);
 }
 
@@ -401,7 +434,7 @@ int mapping_release_range(const void *addr, size_t len)
 		return -ENOENT;
 	mapping_lock_take();
 	int found = for_each_overlapping_locked(addr, len, mapping_release_locked);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	return found ? 0 : -ENOENT;
 }
 
@@ -479,7 +512,7 @@ int mapping_acquire_range(const void *addr, size_t len)
 	uint64_t t0 = now_ns();
 	mapping_lock_take();
 	int found = for_each_overlapping_locked(addr, len, mapping_acquire_locked);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
 	return found ? 0 : -ENOENT;
 }
@@ -489,7 +522,7 @@ void mapping_release_all(void)
 	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next)
 		mapping_release_locked(m);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 void mapping_at_exit(void)
@@ -501,7 +534,7 @@ void mapping_at_exit(void)
 		shared_file_put(m->shared);
 		m->shared = NULL;
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 /* --- pieces going away --- */
@@ -571,7 +604,7 @@ void mapping_forget_range(void *addr, size_t len)
 			destroy_mapping_locked(m);
 	}
 	free(removed.items);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 /* --- writes through the file --- */
@@ -587,8 +620,39 @@ static void apply_file_write_locked(dev_t dev, ino_t ino, uint64_t offset, uint6
 			continue;
 		uint64_t first = (a - m->offset) / GAIA_PAGE;
 		uint64_t last = (b - m->offset + GAIA_PAGE - 1) / GAIA_PAGE;
-		lrc_cpu_wrote(&m->engine, first, last - first);
-		mapping_note_own_change_locked(m, first, last - first);
+		if (!m->file_written) {
+			cpu_wrote_locked(m, first, last - first);
+			continue;
+		}
+		for (uint64_t p = first; p < last; p++)
+			m->file_written[p / 64] |= 1ull << (p % 64);
+		m->file_written_any = true;
+	}
+}
+
+/* Tells the engine of every page written through the file since the last
+ * take (m->file_written), in page order. */
+static void fold_file_writes_locked(void)
+{
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!m->file_written_any)
+			continue;
+		m->file_written_any = false;
+		uint64_t npages = m->len / GAIA_PAGE, run = 0;
+		for (uint64_t p = 0; p <= npages; p++) {
+			if (p % 64 == 0 && p + 64 <= npages && !run && !m->file_written[p / 64]) {
+				p += 63; /* a word with nothing written */
+				continue;
+			}
+			if (p < npages && (m->file_written[p / 64] >> (p % 64) & 1)) {
+				run++;
+				continue;
+			}
+			if (run)
+				cpu_wrote_locked(m, p - run, run);
+			run = 0;
+		}
+		memset(m->file_written, 0, (npages + 63) / 64 * sizeof(uint64_t));
 	}
 }
 
@@ -663,8 +727,16 @@ static void drain_file_writes_locked(void)
 
 void mapping_lock_take(void)
 {
+	locks_mine_enter();
 	pthread_mutex_lock(&mapping_lock);
 	drain_file_writes_locked();
+	fold_file_writes_locked();
+}
+
+void mapping_lock_give(void)
+{
+	pthread_mutex_unlock(&mapping_lock);
+	locks_mine_leave();
 }
 
 static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
@@ -695,25 +767,33 @@ static bool queue_file_write(dev_t dev, ino_t ino, uint64_t offset, uint64_t len
 						__ATOMIC_ACQUIRE))
 			return true;
 		/* Abandoned by a take that waited too long for it. */
-		pthread_mutex_lock(&mapping_lock);
-		drain_file_writes_locked();
+		if (locks_mine) {
+			/* A signal handler's write on a thread that holds a lock of
+			 * the shim's: the record is dropped (see write_overflow). */
+			__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
+			return false;
+		}
+		mapping_lock_take();
 		apply_file_write_locked(dev, ino, offset, len);
 		__atomic_store_n(&c->seq, pos + WRITE_QUEUE - idx, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&mapping_lock);
+		mapping_lock_give();
 		return true;
 	}
 }
 
 static void file_pages_written(dev_t dev, ino_t ino, uint64_t offset, uint64_t len)
 {
-	if (pthread_mutex_trylock(&mapping_lock) != 0) {
+	bool busy = locks_mine != 0;
+	locks_mine_enter();
+	if (busy || pthread_mutex_trylock(&mapping_lock) != 0) {
+		locks_mine_leave();
 		if (!queue_file_write(dev, ino, offset, len))
 			__atomic_store_n(&write_overflow, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
 	drain_file_writes_locked();
 	apply_file_write_locked(dev, ino, offset, len);
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 void mapping_file_written(dev_t dev, ino_t ino, off_t offset, size_t len)
@@ -722,14 +802,27 @@ void mapping_file_written(dev_t dev, ino_t ino, off_t offset, size_t len)
 		file_pages_written(dev, ino, (uint64_t)offset, len);
 }
 
-void mapping_file_truncated(dev_t dev, ino_t ino, off_t old_size, off_t new_size)
+bool mapping_file_resize_begin(void)
 {
-	if (old_size == new_size)
-		return;
-	off_t lo = old_size < new_size ? old_size : new_size;
-	off_t hi = old_size < new_size ? new_size : old_size;
-	lo &= ~(off_t)(GAIA_PAGE - 1);
-	file_pages_written(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));
+	if (locks_mine)
+		return false;
+	mapping_lock_take();
+	return true;
+}
+
+void mapping_file_resize_end(bool locked, dev_t dev, ino_t ino, off_t old_size, off_t new_size)
+{
+	if (old_size != new_size) {
+		off_t lo = old_size < new_size ? old_size : new_size;
+		off_t hi = old_size < new_size ? new_size : old_size;
+		lo &= ~(off_t)(GAIA_PAGE - 1);
+		if (locked)
+			apply_file_write_locked(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));
+		else
+			file_pages_written(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));
+	}
+	if (locked)
+		mapping_lock_give();
 }
 
 /* --- discards (madvise) --- */
@@ -752,7 +845,7 @@ void mapping_before_discard(void *addr, size_t len)
 		if (m->store_view && lo < hi)
 			REAL(madvise)(m->store_view + (lo - m->start), hi - lo, MADV_DONTNEED);
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 void mapping_after_discard(void *addr, size_t len)
@@ -775,12 +868,13 @@ void mapping_before_fork(void)
 void mapping_after_fork(bool child)
 {
 	if (!child) {
-		pthread_mutex_unlock(&mapping_lock);
+		mapping_lock_give();
 		return;
 	}
 	/* Only this thread exists in the child: locks held by others at the
 	 * fork would never be released. */
 	pthread_mutex_init(&mapping_lock, NULL);
+	locks_mine = 0;
 	/* A record another thread claimed at the fork is never completed
 	 * here; the parent's were applied before it (mapping_before_fork). */
 	memset(write_queue, 0, sizeof(write_queue));
@@ -811,7 +905,7 @@ void mapping_after_fork(bool child)
 					   "writes in this process may be missed", m->path, strerror(-rc));
 		}
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	release_timer_after_fork();
 }
 
@@ -835,7 +929,7 @@ bool mapping_origin_at(const void *addr, struct mapping_origin *out)
 		snprintf(out->path, sizeof(out->path), "%s", m->path);
 		found = out->fd >= 0;
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	return found;
 }
 
@@ -866,6 +960,6 @@ int mapping_versions(const void *addr, size_t len, uint32_t *out)
 			any = true;
 		}
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	return any ? 0 : -ENOENT;
 }

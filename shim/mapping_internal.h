@@ -48,6 +48,12 @@ struct gaia_mapping {
 	/* Pages this process changed since the last checksum pass (one bit
 	 * each): their checksums moving is not another writer's doing. */
 	uint64_t *own_changes;
+	/* Pages written through the file (write, pwrite, ftruncate) that the
+	 * engine has not been told of yet, one bit each (NULL: it is told at
+	 * once). A writer only sets a bit, which stays in cache; the next
+	 * mapping_lock_take tells the engine, before anything reads it. */
+	uint64_t *file_written;
+	bool file_written_any;
 	/* Pages a merge is storing into whose bytes another writer changed
 	 * since the last look (gpu_mapping.c); NULL until needed. */
 	uint64_t *outside_changes;
@@ -65,9 +71,10 @@ struct gaia_mapping {
 
 GAIA_HIDDEN extern pthread_mutex_t mapping_lock;
 /* Takes mapping_lock, and applies the writes into managed files recorded
- * while another thread held it: the way to take it (pthread_mutex_unlock
+ * while another thread held it: the way to take it (mapping_lock_give
  * releases it). */
 GAIA_HIDDEN void mapping_lock_take(void);
+GAIA_HIDDEN void mapping_lock_give(void);
 GAIA_HIDDEN extern struct gaia_mapping *mappings;
 
 /* The CPU's side of the protocol for one mapping (mapping.c). */

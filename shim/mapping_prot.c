@@ -103,7 +103,7 @@ void mapping_made_writable(void *addr, size_t len)
 		m->exec.writable = true;
 		m->prot |= PROT_WRITE;
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 }
 
 struct marks_saved {
@@ -181,7 +181,7 @@ int mapping_protect_dropping_write(void *addr, size_t len, int prot)
 		free(sv->read_only);
 		free(sv->unreadable);
 	}
-	pthread_mutex_unlock(&mapping_lock);
+	mapping_lock_give();
 	errno = saved_errno;
 	return rc;
 }

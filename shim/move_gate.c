@@ -41,7 +41,7 @@
  * mmap returns the mapping's address): a call whose buffer lies outside
  * it cannot have one in a region that moves, and passes no gate. Only
  * managed mappings move; a buffer exists before the call is made. */
-static uintptr_t managed_lo = UINTPTR_MAX, managed_hi;
+uintptr_t io_gate_lo = UINTPTR_MAX, io_gate_hi;
 
 struct gate_slot {
 	uintptr_t start, end; /* end == 0: free */
@@ -73,12 +73,12 @@ static void futex_wake_all(int *word)
 
 void io_gate_cover(uintptr_t start, size_t len)
 {
-	uintptr_t lo = __atomic_load_n(&managed_lo, __ATOMIC_RELAXED);
-	while (start < lo && !__atomic_compare_exchange_n(&managed_lo, &lo, start, false, __ATOMIC_SEQ_CST,
+	uintptr_t lo = __atomic_load_n(&io_gate_lo, __ATOMIC_RELAXED);
+	while (start < lo && !__atomic_compare_exchange_n(&io_gate_lo, &lo, start, false, __ATOMIC_SEQ_CST,
 							  __ATOMIC_RELAXED))
 		;
-	uintptr_t end = start + len, hi = __atomic_load_n(&managed_hi, __ATOMIC_RELAXED);
-	while (end > hi && !__atomic_compare_exchange_n(&managed_hi, &hi, end, false, __ATOMIC_SEQ_CST,
+	uintptr_t end = start + len, hi = __atomic_load_n(&io_gate_hi, __ATOMIC_RELAXED);
+	while (end > hi && !__atomic_compare_exchange_n(&io_gate_hi, &hi, end, false, __ATOMIC_SEQ_CST,
 							__ATOMIC_RELAXED))
 		;
 }
@@ -88,8 +88,8 @@ int io_gate_enter(const void *buf, size_t len)
 	if (!len || mover || !fd_ident_any_managed())
 		return -1;
 	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
-	if (!overlaps(s, e, __atomic_load_n(&managed_lo, __ATOMIC_ACQUIRE),
-		      __atomic_load_n(&managed_hi, __ATOMIC_ACQUIRE)))
+	if (!overlaps(s, e, __atomic_load_n(&io_gate_lo, __ATOMIC_ACQUIRE),
+		      __atomic_load_n(&io_gate_hi, __ATOMIC_ACQUIRE)))
 		return -1;
 	int slot = -1;
 	unsigned h = (unsigned)(((uintptr_t)&slot >> 12) % GATE_SLOTS); /* per thread, roughly */

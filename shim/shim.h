@@ -47,6 +47,7 @@ struct mmsghdr; /* <sys/socket.h> declares it only under _GNU_SOURCE */
 	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                    \
 	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
 	X(ftruncate64, int, (int, off_t))                                               \
+	X(truncate64, int, (const char *, off_t))                                       \
 	X(read, ssize_t, (int, void *, size_t))                                         \
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                               \
 	X(readv, ssize_t, (int, const struct iovec *, int))                             \
@@ -126,6 +127,8 @@ static inline bool fd_ident_any_managed(void)
  * mapping of what fd names (or fd is not open). No system call once fd's
  * number is known, and none at all while nothing is managed. */
 GAIA_HIDDEN bool fd_ident_managed(int fd, dev_t *dev, ino_t *ino, bool *append);
+/* The file (dev, ino) may have a managed mapping (false: it has none). */
+GAIA_HIDDEN bool fd_ident_file_listed(dev_t dev, ino_t ino);
 /* The number was closed or replaced. Async-signal-safe. */
 GAIA_HIDDEN void fd_ident_forget(int fd);
 GAIA_HIDDEN void fd_ident_forget_range(unsigned first, unsigned last);
@@ -287,7 +290,15 @@ GAIA_HIDDEN void mapping_at_exit(void);
 /* Bytes [offset, offset+len) of file (dev, ino) were written with
  * write()/pwrite(): CPU writes of those pages of every mapping of it. */
 GAIA_HIDDEN void mapping_file_written(dev_t dev, ino_t ino, off_t offset, size_t len);
-GAIA_HIDDEN void mapping_file_truncated(dev_t dev, ino_t ino, off_t old_size, off_t new_size);
+/* Around a size change of a managed file (ftruncate, truncate): the
+ * mapping lock is held, so no copy of the shim's reads or stores pages of
+ * it that go (they would fault); then the pages between the old and the
+ * new size count as written and the lock is let go. begin returns false,
+ * taking nothing, on a thread that holds the lock or is taking it (a
+ * signal handler interrupted the shim there): the change is then
+ * recorded as a write is. */
+GAIA_HIDDEN bool mapping_file_resize_begin(void);
+GAIA_HIDDEN void mapping_file_resize_end(bool locked, dev_t dev, ino_t ino, off_t old_size, off_t new_size);
 GAIA_HIDDEN bool mapping_any(void);
 /* move_gate.c: the I/O hooks' calls and the vmm backing's moves keep out
  * of each other's way. io_gate_enter announces a call's user buffer (and
@@ -303,8 +314,17 @@ GAIA_HIDDEN void move_gate_begin(uintptr_t start, size_t len);
  * pass the gate (before mmap returns its address). */
 GAIA_HIDDEN void io_gate_cover(uintptr_t start, size_t len);
 GAIA_HIDDEN void move_gate_end(void);
+/* The address span of every mapping managed so far (move_gate.c): a
+ * buffer outside it passes no gate. */
+GAIA_HIDDEN extern uintptr_t io_gate_lo, io_gate_hi;
+static inline bool io_gate_may_cover(const void *buf, size_t len)
+{
+	uintptr_t s = (uintptr_t)buf, e = s + len < s ? UINTPTR_MAX : s + len;
+	return len && s < __atomic_load_n(&io_gate_hi, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&io_gate_lo, __ATOMIC_ACQUIRE) < e;
+}
 #define IO_GATED(buf, len, call)                                   \
-	(!fd_ident_any_managed() ? (call) : ({                     \
+	(!fd_ident_any_managed() || !io_gate_may_cover((buf), (len)) ? (call) : ({ \
 		int gate_ = io_gate_enter((buf), (len));           \
 		__typeof__(call) r_ = (call);                      \
 		int e_ = errno;                                    \
@@ -341,13 +361,13 @@ GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
  * (they are dropped), and unmarked if mprotect fails. mprotect's result;
  * -1 with ENOMEM when the marks cannot be had (the protection stays). */
 GAIA_HIDDEN int mapping_protect_dropping_write(void *addr, size_t len, int prot);
-/* Peer caching (gpu_mapping.c; weak: absent without CUDA). Whether any
- * device holds a replica in this process (a hint, read without a lock),
- * and: serves the start of [offset, offset+len) of the file (dev, ino)
+/* Peer caching. Whether any device ever held a replica in this process
+ * (hooks_read.c; a hint, read without a lock, set by gpu_peer_enable), and
+ * (gpu_mapping.c; weak: absent without CUDA): serves the start of [offset, offset+len) of the file (dev, ino)
  * into buf from a device holding the current bytes of pages the page
  * cache does not hold. Returns the bytes served; when 0, *kernel_bytes
  * says how many bytes from offset the kernel should read instead. */
-GAIA_HIDDEN bool gpu_peer_possible(void) __attribute__((weak));
+GAIA_HIDDEN extern bool gaia_peer_reads;
 /* Before the shim places the first managed mapping of a program that uses
  * CUDA (cuda_hooks.c; weak: absent without CUDA): the driver initialised,
  * so that it can later reserve that mapping's address (it never places a

@@ -712,6 +712,64 @@ static void case_truncated_while_mapped(void)
 	free(buf);
 }
 
+/* A second thread shrinks and grows the mapped file over and over while
+ * kernels read its first page (ftruncate, or truncate by path): the pages
+ * past the end come and go under
+ * the shim's copies, which must neither fault (SIGBUS) nor hand a kernel
+ * anything but the file's bytes. */
+struct resizer {
+	int fd;
+	bool by_path; /* truncate(path) instead of ftruncate(fd) */
+	size_t small, big;
+	int stop; /* atomic */
+	unsigned rounds;
+};
+
+static void *resize_loop(void *arg)
+{
+	struct resizer *r = (struct resizer *)arg;
+	char name[64]; /* the file is unlinked: its name under /proc */
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", r->fd);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (r->by_path) {
+			CHECK(truncate(name, (off_t)r->small) == 0, "truncate: %s", strerror(errno));
+			CHECK(truncate(name, (off_t)r->big) == 0, "truncate: %s", strerror(errno));
+		} else {
+			CHECK(ftruncate(r->fd, (off_t)r->small) == 0, "ftruncate: %s", strerror(errno));
+			CHECK(ftruncate(r->fd, (off_t)r->big) == 0, "ftruncate: %s", strerror(errno));
+		}
+		/* Bytes in the pages that come and go: the next launch uploads them. */
+		unsigned char v = (unsigned char)r->rounds;
+		CHECK(pwrite(r->fd, &v, 1, (off_t)(r->small + (r->big - r->small) / 2)) == 1, "pwrite: %s",
+		      strerror(errno));
+		r->rounds++;
+	}
+	return NULL;
+}
+
+static void case_truncated_by_another_thread(bool by_path)
+{
+	const size_t bytes = 16 * PAGE;
+	int fd = make_file(bytes, 3);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d, got[64];
+	CUDA_OK(cudaMalloc((void **)&d, PAGE));
+	struct resizer r = {fd, by_path, 8 * PAGE, bytes, 0, 0};
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, resize_loop, &r) == 0, "pthread_create");
+	for (int i = 0; i < 2000; i++) {
+		launch_copy(m, d, sizeof(got));
+		CUDA_OK(cudaDeviceSynchronize());
+		CUDA_OK(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+		for (size_t k = 0; k < sizeof(got); k++)
+			CHECK(got[k] == 3, "launch %d: byte %zu is %d, the file holds 3", i, k, got[k]);
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	CHECK(r.rounds > 0, "the file was never resized");
+	CUDA_OK(cudaFree(d));
+}
+
 /* The shim cannot map the file a second time (mmap fails with ENOMEM,
  * injected by libfault_libc.so) when the first launch makes the region's
  * device replica: it says so naming the file and the errno and moves pages
@@ -869,6 +927,10 @@ int main(int argc, char **argv)
 		case_map_fixed_over_replica();
 	else if (!strcmp(c, "truncated_while_mapped"))
 		case_truncated_while_mapped();
+	else if (!strcmp(c, "truncated_by_another_thread"))
+		case_truncated_by_another_thread(false);
+	else if (!strcmp(c, "truncated_by_path_by_another_thread"))
+		case_truncated_by_another_thread(true);
 	else if (!strcmp(c, "explicit_device_calls"))
 		case_explicit_device_calls();
 	else if (!strcmp(c, "two_devices_01"))
