@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -150,6 +151,26 @@ __attribute__((destructor)) static void gaia_at_exit(void)
 	gaia_in_shim--;
 }
 
+/* A new thread of the shim's reports here once it runs its function:
+ * until then it is inside the thread library (and, under a sanitizer,
+ * inside its allocator), and a fork or an exit of the program at that
+ * moment would find locks held by a thread that is not there (a child
+ * that forks right after its first mmap, then exits). */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	int running;
+};
+
+static void *thread_begin(void *p)
+{
+	struct thread_start *start = p;
+	void *(*fn)(void *) = start->fn;
+	void *arg = start->arg;
+	__atomic_store_n(&start->running, 1, __ATOMIC_RELEASE); /* start is gone after this */
+	return fn(arg);
+}
+
 int gaia_thread_start(void *(*fn)(void *), void *arg)
 {
 	/* The thread takes no signal meant for the application. */
@@ -160,8 +181,11 @@ int gaia_thread_start(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t thread;
-	int rc = pthread_create(&thread, &attr, fn, arg);
+	struct thread_start start = {fn, arg, 0};
+	int rc = pthread_create(&thread, &attr, thread_begin, &start);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (rc == 0 && !__atomic_load_n(&start.running, __ATOMIC_ACQUIRE))
+		sched_yield();
 	return rc;
 }

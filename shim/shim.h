@@ -352,8 +352,8 @@ GAIA_HIDDEN void mapping_after_fork(bool child);
 GAIA_HIDDEN void gpu_wait_note_after_fork_child(void) __attribute__((weak));
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
 /* mprotect gave [addr, addr+len) PROT_WRITE. */
-/* Starts a detached thread of the shim's that takes no signals: 0 or
- * pthread_create's error (process.c). */
+/* Starts a detached thread of the shim's that takes no signals and returns
+ * once it runs fn: 0 or pthread_create's error (process.c). */
 GAIA_HIDDEN int gaia_thread_start(void *(*fn)(void *), void *arg);
 GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
 /* mprotect(addr, len, prot) without PROT_WRITE over managed mappings: the
