@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -770,6 +772,126 @@ static void case_truncated_by_another_thread(bool by_path)
 	CUDA_OK(cudaFree(d));
 }
 
+/* Every call a program may use to change a mapped file's bytes besides
+ * write(): after each one, the next kernel reads the file as read() does.
+ * One page per way, changed after a first kernel made the replica. */
+enum change_way {
+	WAY_PWRITE, WAY_WRITE, WAY_PWRITEV, WAY_STDIO, WAY_COPY_FILE_RANGE, WAY_SENDFILE,
+	WAY_SPLICE, WAY_PUNCH_HOLE, WAY_ZERO_RANGE, WAY_RAW_SYSCALL, WAY_COUNT
+};
+static const char *const change_way_name[] = {
+	"pwrite", "write", "pwritev", "fwrite+fflush", "copy_file_range", "sendfile",
+	"splice", "fallocate(PUNCH_HOLE)", "fallocate(ZERO_RANGE)", "syscall(SYS_pwrite64)"};
+
+/* Changes page `page` of fd to bytes `value` (0 for the hole punchers). */
+static void change_page(int fd, int src_fd, enum change_way way, size_t page, unsigned char value)
+{
+	unsigned char buf[PAGE];
+	memset(buf, value, sizeof(buf));
+	off_t at = (off_t)(page * PAGE);
+	ssize_t n = -1;
+	switch (way) {
+	case WAY_PWRITE:
+		n = pwrite(fd, buf, PAGE, at);
+		break;
+	case WAY_WRITE:
+		CHECK(lseek(fd, at, SEEK_SET) == at, "lseek: %s", strerror(errno));
+		n = write(fd, buf, PAGE);
+		break;
+	case WAY_PWRITEV: {
+		struct iovec iov[2] = {{buf, PAGE / 2}, {buf + PAGE / 2, PAGE / 2}};
+		n = pwritev(fd, iov, 2, at);
+		break;
+	}
+	case WAY_STDIO: {
+		FILE *f = fdopen(dup(fd), "r+");
+		CHECK(f, "fdopen: %s", strerror(errno));
+		CHECK(fseek(f, at, SEEK_SET) == 0, "fseek: %s", strerror(errno));
+		n = (ssize_t)fwrite(buf, 1, PAGE, f);
+		CHECK(fflush(f) == 0 && fclose(f) == 0, "fflush: %s", strerror(errno));
+		break;
+	}
+	case WAY_COPY_FILE_RANGE:
+	case WAY_SENDFILE:
+	case WAY_SPLICE: {
+		CHECK(pwrite(src_fd, buf, PAGE, 0) == PAGE, "pwrite to the source: %s", strerror(errno));
+		loff_t in = 0, out = at;
+		if (way == WAY_COPY_FILE_RANGE) {
+			n = copy_file_range(src_fd, &in, fd, &out, PAGE, 0);
+		} else if (way == WAY_SENDFILE) {
+			CHECK(lseek(fd, at, SEEK_SET) == at, "lseek: %s", strerror(errno));
+			off_t from = 0;
+			n = sendfile(fd, src_fd, &from, PAGE);
+		} else {
+			int p[2];
+			CHECK(pipe(p) == 0, "pipe: %s", strerror(errno));
+			CHECK(write(p[1], buf, PAGE) == PAGE, "write to the pipe: %s", strerror(errno));
+			n = splice(p[0], NULL, fd, &out, PAGE, 0);
+			close(p[0]);
+			close(p[1]);
+		}
+		break;
+	}
+	case WAY_PUNCH_HOLE:
+		n = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, PAGE) == 0 ? PAGE : -1;
+		break;
+	case WAY_ZERO_RANGE:
+		n = fallocate(fd, FALLOC_FL_ZERO_RANGE, at, PAGE) == 0 ? PAGE : -1;
+		break;
+	case WAY_RAW_SYSCALL:
+		n = syscall(SYS_pwrite64, fd, buf, PAGE, at);
+		break;
+	default:
+		break;
+	}
+	if (n < 0 && errno == EOPNOTSUPP && (way == WAY_PUNCH_HOLE || way == WAY_ZERO_RANGE)) {
+		printf("note: %s not supported by this file system; the page is written with pwrite\n",
+		       change_way_name[way]);
+		memset(buf, 0, sizeof(buf));
+		n = pwrite(fd, buf, PAGE, at);
+	}
+	CHECK(n == PAGE, "%s of page %zu: %zd (%s)", change_way_name[way], page, n, strerror(errno));
+}
+
+static void case_file_changed_every_way(void)
+{
+	const size_t pages = 2 * WAY_COUNT, bytes = pages * PAGE;
+	int fd = make_file(bytes, 0x11);
+	int src = make_file(PAGE, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d, *got = (unsigned char *)malloc(bytes), *file = (unsigned char *)malloc(bytes);
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes); /* the replica holds every page */
+	CUDA_OK(cudaDeviceSynchronize());
+	/* Many quick rounds: changes closer together than the file system's
+	 * clock tick must be seen too. A hole puncher's page gets bytes back
+	 * from pwrite in the round after. */
+	for (int round = 0; round < 300; round++) {
+		for (int way = 0; way < WAY_COUNT; way++) {
+			size_t page = (size_t)(2 * way + round % 2);
+			unsigned char value = (unsigned char)(0x20 + way + 16 * round);
+			if (way == WAY_PUNCH_HOLE || way == WAY_ZERO_RANGE) {
+				change_page(fd, src, WAY_PWRITE, page ^ 1, value);
+				value = 0;
+			}
+			change_page(fd, src, (enum change_way)way, page, value);
+		}
+		launch_copy(m, d, bytes);
+		CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+		CHECK(pread(fd, file, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+		for (size_t i = 0; i < bytes; i++) {
+			int way = (int)(i / PAGE / 2);
+			CHECK(got[i] == file[i], "round %d, byte %zu (page %zu, changed by %s): the kernel "
+			      "saw %u, read() gives %u", round, i, i / PAGE, change_way_name[way], got[i], file[i]);
+			CHECK(m[i] == file[i], "round %d, byte %zu (%s): the mapping holds %u, read() gives %u",
+			      round, i, change_way_name[way], m[i], file[i]);
+		}
+	}
+	CUDA_OK(cudaFree(d));
+	free(got);
+	free(file);
+}
+
 /* The shim cannot map the file a second time (mmap fails with ENOMEM,
  * injected by libfault_libc.so) when the first launch makes the region's
  * device replica: it says so naming the file and the errno and moves pages
@@ -931,6 +1053,8 @@ int main(int argc, char **argv)
 		case_truncated_by_another_thread(false);
 	else if (!strcmp(c, "truncated_by_path_by_another_thread"))
 		case_truncated_by_another_thread(true);
+	else if (!strcmp(c, "file_changed_every_way"))
+		case_file_changed_every_way();
 	else if (!strcmp(c, "explicit_device_calls"))
 		case_explicit_device_calls();
 	else if (!strcmp(c, "two_devices_01"))
