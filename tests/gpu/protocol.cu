@@ -892,6 +892,62 @@ static void case_file_changed_every_way(void)
 	free(file);
 }
 
+/* A host function (cudaLaunchHostFunc) runs on the driver's thread while
+ * the program waits for its stream: one that writes and resizes the
+ * mapped file must neither wait for the shim (the program's thread is in
+ * the shim, in the sync) nor be lost. Kernels before it write the mapping,
+ * so every sync has pages to bring back. */
+struct host_fn_ctx {
+	int fd;
+	size_t bytes;
+	unsigned round;
+	unsigned calls;
+};
+
+static void CUDART_CB host_fn_writes(void *arg)
+{
+	struct host_fn_ctx *c = (struct host_fn_ctx *)arg;
+	unsigned char v = (unsigned char)(c->round + 1);
+	CHECK(ftruncate(c->fd, (off_t)(c->bytes / 2)) == 0, "ftruncate in a host function: %s", strerror(errno));
+	CHECK(ftruncate(c->fd, (off_t)c->bytes) == 0, "ftruncate in a host function: %s", strerror(errno));
+	CHECK(pwrite(c->fd, &v, 1, (off_t)(c->bytes - PAGE)) == 1, "pwrite in a host function: %s",
+	      strerror(errno));
+	c->calls++;
+}
+
+static void case_host_function_resizes(void)
+{
+	const size_t bytes = 16 * PAGE;
+	int fd = make_file(bytes, 5);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d, got[2];
+	CUDA_OK(cudaMalloc((void **)&d, PAGE));
+	struct host_fn_ctx ctx = {fd, bytes, 0, 0};
+	for (unsigned round = 0; round < 200; round++) {
+		ctx.round = round;
+		unsigned char k = (unsigned char)(round * 3 + 7);
+		launch_write(m, 0, PAGE, 1, 0, k); /* page 0: the kernel's */
+		CUDA_OK(cudaLaunchHostFunc(0, host_fn_writes, &ctx));
+		if (round % 2)
+			CUDA_OK(cudaDeviceSynchronize());
+		else
+			CUDA_OK(cudaStreamSynchronize(0));
+		CHECK(ctx.calls == round + 1, "round %u: the host function ran %u times", round, ctx.calls);
+		CHECK(m[0] == k && m[PAGE - 1] == k, "round %u: the kernel's byte is %u, want %u", round, m[0], k);
+		CHECK(m[bytes - PAGE] == (unsigned char)(round + 1), "round %u: the host function's byte is %u",
+		      round, m[bytes - PAGE]);
+		/* The next kernel sees the host function's byte (its pages came
+		 * and went with the resize). */
+		launch_copy(m + bytes - PAGE, d, 1);
+		launch_copy(m, d + 1, 1);
+		CUDA_OK(cudaMemcpy(got, d, 2, cudaMemcpyDeviceToHost));
+		CHECK(got[0] == (unsigned char)(round + 1) && got[1] == k,
+		      "round %u: the next kernel saw %u and %u, want %u and %u", round, got[0], got[1],
+		      (unsigned char)(round + 1), k);
+	}
+	CUDA_OK(cudaFree(d));
+}
+
 /* The shim cannot map the file a second time (mmap fails with ENOMEM,
  * injected by libfault_libc.so) when the first launch makes the region's
  * device replica: it says so naming the file and the errno and moves pages
@@ -1055,6 +1111,8 @@ int main(int argc, char **argv)
 		case_truncated_by_another_thread(true);
 	else if (!strcmp(c, "file_changed_every_way"))
 		case_file_changed_every_way();
+	else if (!strcmp(c, "host_function_resizes"))
+		case_host_function_resizes();
 	else if (!strcmp(c, "explicit_device_calls"))
 		case_explicit_device_calls();
 	else if (!strcmp(c, "two_devices_01"))
