@@ -9,6 +9,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -206,3 +209,162 @@ GAIA_EXPORT int truncate64(const char *path, off_t length)
 }
 
 GAIA_EXPORT int truncate(const char *path, off_t length) __attribute__((alias("truncate64")));
+
+/* --- opening that empties the file --- */
+
+/* open(O_TRUNC), creat and fopen("w") empty the file they open: a managed
+ * file's pages then go from under the shim's copies as with ftruncate, so
+ * they are emptied under the mapping lock too (mapping_file_resize_begin)
+ * and the pages that went count as written. Every other open, and every
+ * open in a process without a managed file, goes straight to libc. */
+struct emptying {
+	bool listed, locked;
+	struct stat before;
+};
+
+static void emptying_begin(struct emptying *e, int dirfd, const char *path, int fd)
+{
+	int saved = errno;
+	gaia_in_shim++;
+	e->locked = false;
+	e->listed = (path ? fstatat(dirfd, path, &e->before, 0) : fstat(fd, &e->before)) == 0 &&
+		    S_ISREG(e->before.st_mode) && fd_ident_file_listed(e->before.st_dev, e->before.st_ino) &&
+		    gaia_state_is_ours();
+	if (e->listed)
+		e->locked = mapping_file_resize_begin();
+	errno = saved;
+}
+
+/* opened: the new descriptor, or -1 when the open failed. */
+static void emptying_end(struct emptying *e, int opened)
+{
+	int saved = errno;
+	if (e->listed) {
+		struct stat now;
+		/* The name may have led elsewhere by the open: then nothing of
+		 * the file stat'ed changed (the other file's changes are found
+		 * by the checksum pass). */
+		bool same = opened >= 0 && fstat(opened, &now) == 0 && now.st_dev == e->before.st_dev &&
+			    now.st_ino == e->before.st_ino;
+		mapping_file_resize_end(e->locked, e->before.st_dev, e->before.st_ino,
+					same ? e->before.st_size : 0, same ? now.st_size : 0);
+	}
+	gaia_in_shim--;
+	errno = saved;
+}
+
+static bool empties(int flags)
+{
+	return (flags & O_TRUNC) && fd_ident_any_managed() && !gaia_in_shim;
+}
+
+static mode_t open_mode(int flags, va_list ap)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+}
+
+GAIA_EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	if (!empties(flags))
+		return REAL(open64)(path, flags, mode);
+	struct emptying e;
+	emptying_begin(&e, AT_FDCWD, path, -1);
+	int fd = REAL(open64)(path, flags, mode);
+	emptying_end(&e, fd);
+	return fd;
+}
+
+GAIA_EXPORT int open(const char *path, int flags, ...) __attribute__((alias("open64")));
+
+GAIA_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = open_mode(flags, ap);
+	va_end(ap);
+	if (!empties(flags))
+		return REAL(openat64)(dirfd, path, flags, mode);
+	struct emptying e;
+	emptying_begin(&e, dirfd, path, -1);
+	int fd = REAL(openat64)(dirfd, path, flags, mode);
+	emptying_end(&e, fd);
+	return fd;
+}
+
+GAIA_EXPORT int openat(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat64")));
+
+/* _FORTIFY_SOURCE's forms (flags not known at compile time); glibc
+ * declares them only to its own headers' inline functions. */
+int __open64_2(const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+GAIA_EXPORT int __open64_2(const char *path, int flags)
+{
+	if (!empties(flags))
+		return REAL(__open64_2)(path, flags);
+	struct emptying e;
+	emptying_begin(&e, AT_FDCWD, path, -1);
+	int fd = REAL(__open64_2)(path, flags);
+	emptying_end(&e, fd);
+	return fd;
+}
+
+GAIA_EXPORT int __open_2(const char *path, int flags) __attribute__((alias("__open64_2")));
+
+GAIA_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	if (!empties(flags))
+		return REAL(__openat64_2)(dirfd, path, flags);
+	struct emptying e;
+	emptying_begin(&e, dirfd, path, -1);
+	int fd = REAL(__openat64_2)(dirfd, path, flags);
+	emptying_end(&e, fd);
+	return fd;
+}
+
+GAIA_EXPORT int __openat_2(int dirfd, const char *path, int flags) __attribute__((alias("__openat64_2")));
+
+GAIA_EXPORT int creat64(const char *path, mode_t mode)
+{
+	return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+GAIA_EXPORT int creat(const char *path, mode_t mode) __attribute__((alias("creat64")));
+
+/* stdio opens with libc's own open, which no hook sees: "w" and "w+"
+ * empty the file. */
+static bool mode_empties(const char *mode)
+{
+	return mode && mode[0] == 'w' && fd_ident_any_managed() && !gaia_in_shim;
+}
+
+GAIA_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	if (!mode_empties(mode))
+		return REAL(fopen64)(path, mode);
+	struct emptying e;
+	emptying_begin(&e, AT_FDCWD, path, -1);
+	FILE *f = REAL(fopen64)(path, mode);
+	emptying_end(&e, f ? fileno(f) : -1);
+	return f;
+}
+
+GAIA_EXPORT FILE *fopen(const char *path, const char *mode) __attribute__((alias("fopen64")));
+
+GAIA_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+	if (!mode_empties(mode))
+		return REAL(freopen64)(path, mode, stream);
+	struct emptying e;
+	/* Without a path the stream's own file is opened again. */
+	emptying_begin(&e, AT_FDCWD, path, path ? -1 : fileno(stream));
+	FILE *f = REAL(freopen64)(path, mode, stream);
+	emptying_end(&e, f ? fileno(f) : -1);
+	return f;
+}
+
+GAIA_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream) __attribute__((alias("freopen64")));

@@ -258,6 +258,12 @@ static long route(long nr, const long *a)
 		return ftruncate((int)a[0], (off_t)a[1]);
 	case SYS_truncate:
 		return truncate((const char *)a[0], (off_t)a[1]);
+	case SYS_open:
+		return open((const char *)a[0], (int)a[1], (mode_t)a[2]);
+	case SYS_openat:
+		return openat((int)a[0], (const char *)a[1], (int)a[2], (mode_t)a[3]);
+	case SYS_creat:
+		return creat((const char *)a[0], (mode_t)a[1]);
 	case SYS_mmap: {
 		void *p = mmap((void *)a[0], (size_t)a[1], (int)a[2], (int)a[3], (int)a[4], (off_t)a[5]);
 		return p == MAP_FAILED ? -1 : (long)p;

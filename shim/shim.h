@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -48,6 +49,12 @@ struct mmsghdr; /* <sys/socket.h> declares it only under _GNU_SOURCE */
 	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))              \
 	X(ftruncate64, int, (int, off_t))                                               \
 	X(truncate64, int, (const char *, off_t))                                       \
+	X(open64, int, (const char *, int, ...))                                        \
+	X(openat64, int, (int, const char *, int, ...))                                 \
+	X(__open64_2, int, (const char *, int))                                         \
+	X(__openat64_2, int, (int, const char *, int))                                  \
+	X(fopen64, FILE *, (const char *, const char *))                                \
+	X(freopen64, FILE *, (const char *, const char *, FILE *))                      \
 	X(read, ssize_t, (int, void *, size_t))                                         \
 	X(pread64, ssize_t, (int, void *, size_t, off_t))                               \
 	X(readv, ssize_t, (int, const struct iovec *, int))                             \

@@ -719,9 +719,12 @@ static void case_truncated_while_mapped(void)
  * past the end come and go under
  * the shim's copies, which must neither fault (SIGBUS) nor hand a kernel
  * anything but the file's bytes. */
+/* RESIZE_OPEN_OTHER takes turns: openat, creat, syscall(SYS_openat),
+ * freopen. */
+enum resize_way { RESIZE_FTRUNCATE, RESIZE_TRUNCATE, RESIZE_OPEN_TRUNC, RESIZE_FOPEN_W, RESIZE_OPEN_OTHER };
 struct resizer {
 	int fd;
-	bool by_path; /* truncate(path) instead of ftruncate(fd) */
+	enum resize_way way;
 	size_t small, big;
 	int stop; /* atomic */
 	unsigned rounds;
@@ -733,11 +736,50 @@ static void *resize_loop(void *arg)
 	char name[64]; /* the file is unlinked: its name under /proc */
 	snprintf(name, sizeof(name), "/proc/self/fd/%d", r->fd);
 	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
-		if (r->by_path) {
+		if (r->way == RESIZE_TRUNCATE) {
 			CHECK(truncate(name, (off_t)r->small) == 0, "truncate: %s", strerror(errno));
 			CHECK(truncate(name, (off_t)r->big) == 0, "truncate: %s", strerror(errno));
-		} else {
+		} else if (r->way == RESIZE_FTRUNCATE) {
 			CHECK(ftruncate(r->fd, (off_t)r->small) == 0, "ftruncate: %s", strerror(errno));
+			CHECK(ftruncate(r->fd, (off_t)r->big) == 0, "ftruncate: %s", strerror(errno));
+		} else {
+			/* Rewritten from the start, as a program rewrites its
+			 * output: empty, then the first page and the size back. */
+			if (r->way == RESIZE_OPEN_TRUNC) {
+				int fd = open(name, O_WRONLY | O_TRUNC);
+				CHECK(fd >= 0, "open(O_TRUNC): %s", strerror(errno));
+				close(fd);
+			} else if (r->way == RESIZE_FOPEN_W) {
+				FILE *f = fopen(name, "w");
+				CHECK(f, "fopen(\"w\"): %s", strerror(errno));
+				fclose(f);
+			} else {
+				int fd = -1;
+				switch (r->rounds % 4) {
+				case 0:
+					fd = openat(AT_FDCWD, name, O_RDWR | O_TRUNC);
+					break;
+				case 1:
+					fd = creat(name, 0600);
+					break;
+				case 2:
+					fd = (int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_TRUNC, 0);
+					break;
+				default: {
+					FILE *f = fopen(name, "r");
+					CHECK(f, "fopen: %s", strerror(errno));
+					f = freopen(NULL, "w", f);
+					CHECK(f, "freopen(NULL, \"w\"): %s", strerror(errno));
+					fd = dup(fileno(f));
+					fclose(f);
+				}
+				}
+				CHECK(fd >= 0, "opening to empty (way %u): %s", r->rounds % 4, strerror(errno));
+				close(fd);
+			}
+			unsigned char first[PAGE];
+			memset(first, 3, sizeof(first));
+			CHECK(pwrite(r->fd, first, PAGE, 0) == PAGE, "pwrite: %s", strerror(errno));
 			CHECK(ftruncate(r->fd, (off_t)r->big) == 0, "ftruncate: %s", strerror(errno));
 		}
 		/* Bytes in the pages that come and go: the next launch uploads them. */
@@ -749,22 +791,26 @@ static void *resize_loop(void *arg)
 	return NULL;
 }
 
-static void case_truncated_by_another_thread(bool by_path)
+static void case_truncated_by_another_thread(enum resize_way way)
 {
 	const size_t bytes = 16 * PAGE;
 	int fd = make_file(bytes, 3);
 	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
 	unsigned char *d, got[64];
 	CUDA_OK(cudaMalloc((void **)&d, PAGE));
-	struct resizer r = {fd, by_path, 8 * PAGE, bytes, 0, 0};
+	struct resizer r = {fd, way, 8 * PAGE, bytes, 0, 0};
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, resize_loop, &r) == 0, "pthread_create");
 	for (int i = 0; i < 2000; i++) {
 		launch_copy(m, d, sizeof(got));
 		CUDA_OK(cudaDeviceSynchronize());
 		CUDA_OK(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+		/* Rewritten from the start, the page is empty for a moment:
+		 * a kernel then may see zeros, never anything else. */
+		bool empty_for_a_while = way >= RESIZE_OPEN_TRUNC;
 		for (size_t k = 0; k < sizeof(got); k++)
-			CHECK(got[k] == 3, "launch %d: byte %zu is %d, the file holds 3", i, k, got[k]);
+			CHECK(got[k] == 3 || (empty_for_a_while && got[k] == 0),
+			      "launch %d: byte %zu is %d, the file holds 3", i, k, got[k]);
 	}
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
@@ -1106,9 +1152,15 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "truncated_while_mapped"))
 		case_truncated_while_mapped();
 	else if (!strcmp(c, "truncated_by_another_thread"))
-		case_truncated_by_another_thread(false);
+		case_truncated_by_another_thread(RESIZE_FTRUNCATE);
 	else if (!strcmp(c, "truncated_by_path_by_another_thread"))
-		case_truncated_by_another_thread(true);
+		case_truncated_by_another_thread(RESIZE_TRUNCATE);
+	else if (!strcmp(c, "truncated_by_open_by_another_thread"))
+		case_truncated_by_another_thread(RESIZE_OPEN_TRUNC);
+	else if (!strcmp(c, "truncated_by_fopen_by_another_thread"))
+		case_truncated_by_another_thread(RESIZE_FOPEN_W);
+	else if (!strcmp(c, "truncated_by_other_opens_by_another_thread"))
+		case_truncated_by_another_thread(RESIZE_OPEN_OTHER);
 	else if (!strcmp(c, "file_changed_every_way"))
 		case_file_changed_every_way();
 	else if (!strcmp(c, "host_function_resizes"))
