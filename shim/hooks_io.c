@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -235,22 +236,37 @@ static void emptying_begin(struct emptying *e, int dirfd, const char *path, int 
 	errno = saved;
 }
 
-/* opened: the new descriptor, or -1 when the open failed. */
-static void emptying_end(struct emptying *e, int opened)
+/* now: the file the call left behind (NULL when it failed). */
+static void emptying_end(struct emptying *e, const struct stat *now)
 {
 	int saved = errno;
 	if (e->listed) {
-		struct stat now;
-		/* The name may have led elsewhere by the open: then nothing of
+		/* The name may have led elsewhere by the call: then nothing of
 		 * the file stat'ed changed (the other file's changes are found
 		 * by the checksum pass). */
-		bool same = opened >= 0 && fstat(opened, &now) == 0 && now.st_dev == e->before.st_dev &&
-			    now.st_ino == e->before.st_ino;
+		bool same = now && now->st_dev == e->before.st_dev && now->st_ino == e->before.st_ino;
 		mapping_file_resize_end(e->locked, e->before.st_dev, e->before.st_ino,
-					same ? e->before.st_size : 0, same ? now.st_size : 0);
+					same ? e->before.st_size : 0, same ? now->st_size : 0);
 	}
 	gaia_in_shim--;
 	errno = saved;
+}
+
+/* The descriptor an open returned: what the shim knew of its number (a
+ * descriptor libc closed itself, as fclose does) is forgotten, and an
+ * emptying open ends. */
+static int opened(struct emptying *e, int fd)
+{
+	if (fd >= 0)
+		fd_ident_forget(fd);
+	if (e) {
+		struct stat now;
+		int saved = errno;
+		bool known = fd >= 0 && fstat(fd, &now) == 0;
+		errno = saved;
+		emptying_end(e, known ? &now : NULL);
+	}
+	return fd;
 }
 
 static bool empties(int flags)
@@ -270,12 +286,10 @@ GAIA_EXPORT int open64(const char *path, int flags, ...)
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
 	if (!empties(flags))
-		return REAL(open64)(path, flags, mode);
+		return opened(NULL, REAL(open64)(path, flags, mode));
 	struct emptying e;
 	emptying_begin(&e, AT_FDCWD, path, -1);
-	int fd = REAL(open64)(path, flags, mode);
-	emptying_end(&e, fd);
-	return fd;
+	return opened(&e, REAL(open64)(path, flags, mode));
 }
 
 GAIA_EXPORT int open(const char *path, int flags, ...) __attribute__((alias("open64")));
@@ -287,12 +301,10 @@ GAIA_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	mode_t mode = open_mode(flags, ap);
 	va_end(ap);
 	if (!empties(flags))
-		return REAL(openat64)(dirfd, path, flags, mode);
+		return opened(NULL, REAL(openat64)(dirfd, path, flags, mode));
 	struct emptying e;
 	emptying_begin(&e, dirfd, path, -1);
-	int fd = REAL(openat64)(dirfd, path, flags, mode);
-	emptying_end(&e, fd);
-	return fd;
+	return opened(&e, REAL(openat64)(dirfd, path, flags, mode));
 }
 
 GAIA_EXPORT int openat(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat64")));
@@ -305,12 +317,10 @@ int __openat64_2(int dirfd, const char *path, int flags);
 GAIA_EXPORT int __open64_2(const char *path, int flags)
 {
 	if (!empties(flags))
-		return REAL(__open64_2)(path, flags);
+		return opened(NULL, REAL(__open64_2)(path, flags));
 	struct emptying e;
 	emptying_begin(&e, AT_FDCWD, path, -1);
-	int fd = REAL(__open64_2)(path, flags);
-	emptying_end(&e, fd);
-	return fd;
+	return opened(&e, REAL(__open64_2)(path, flags));
 }
 
 GAIA_EXPORT int __open_2(const char *path, int flags) __attribute__((alias("__open64_2")));
@@ -318,12 +328,10 @@ GAIA_EXPORT int __open_2(const char *path, int flags) __attribute__((alias("__op
 GAIA_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
 	if (!empties(flags))
-		return REAL(__openat64_2)(dirfd, path, flags);
+		return opened(NULL, REAL(__openat64_2)(dirfd, path, flags));
 	struct emptying e;
 	emptying_begin(&e, dirfd, path, -1);
-	int fd = REAL(__openat64_2)(dirfd, path, flags);
-	emptying_end(&e, fd);
-	return fd;
+	return opened(&e, REAL(__openat64_2)(dirfd, path, flags));
 }
 
 GAIA_EXPORT int __openat_2(int dirfd, const char *path, int flags) __attribute__((alias("__openat64_2")));
@@ -336,35 +344,60 @@ GAIA_EXPORT int creat64(const char *path, mode_t mode)
 GAIA_EXPORT int creat(const char *path, mode_t mode) __attribute__((alias("creat64")));
 
 /* stdio opens with libc's own open, which no hook sees: "w" and "w+"
- * empty the file. */
+ * empty the file. The shim empties a managed one first, by name, under
+ * the mapping lock (as truncate does); the stdio call then runs outside
+ * the lock (it may flush, allocate, take stdio's locks) and finds the
+ * file empty. "x" creates a file that does not exist: nothing to empty. */
 static bool mode_empties(const char *mode)
 {
-	return mode && mode[0] == 'w' && fd_ident_any_managed() && !gaia_in_shim;
+	return mode && mode[0] == 'w' && !strchr(mode, 'x') && fd_ident_any_managed() && !gaia_in_shim;
+}
+
+static void empty_first(const char *path)
+{
+	struct emptying e;
+	emptying_begin(&e, AT_FDCWD, path, -1);
+	if (!e.listed) {
+		emptying_end(&e, NULL);
+		return;
+	}
+	struct stat now;
+	int saved = errno;
+	bool emptied = REAL(truncate64)(path, 0) == 0 && stat(path, &now) == 0;
+	errno = saved;
+	emptying_end(&e, emptied ? &now : NULL);
+}
+
+static FILE *stdio_opened(FILE *f)
+{
+	if (f)
+		fd_ident_forget(fileno(f));
+	return f;
 }
 
 GAIA_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
-	if (!mode_empties(mode))
-		return REAL(fopen64)(path, mode);
-	struct emptying e;
-	emptying_begin(&e, AT_FDCWD, path, -1);
-	FILE *f = REAL(fopen64)(path, mode);
-	emptying_end(&e, f ? fileno(f) : -1);
-	return f;
+	if (mode_empties(mode))
+		empty_first(path);
+	return stdio_opened(REAL(fopen64)(path, mode));
 }
 
 GAIA_EXPORT FILE *fopen(const char *path, const char *mode) __attribute__((alias("fopen64")));
 
 GAIA_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
 {
-	if (!mode_empties(mode))
-		return REAL(freopen64)(path, mode, stream);
-	struct emptying e;
-	/* Without a path the stream's own file is opened again. */
-	emptying_begin(&e, AT_FDCWD, path, path ? -1 : fileno(stream));
-	FILE *f = REAL(freopen64)(path, mode, stream);
-	emptying_end(&e, f ? fileno(f) : -1);
-	return f;
+	if (mode_empties(mode)) {
+		/* freopen flushes the stream first: its bytes must not land
+		 * after the emptying. Without a path the stream's own file is
+		 * opened again, by its name under /proc. */
+		fflush(stream);
+		char name[40];
+		if (!path && fileno(stream) >= 0)
+			snprintf(name, sizeof(name), "/proc/self/fd/%d", fileno(stream));
+		if (path || fileno(stream) >= 0)
+			empty_first(path ? path : name);
+	}
+	return stdio_opened(REAL(freopen64)(path, mode, stream));
 }
 
 GAIA_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream) __attribute__((alias("freopen64")));
