@@ -195,16 +195,21 @@ GAIA_EXPORT int ftruncate64(int fd, off_t length)
 
 GAIA_EXPORT int ftruncate(int fd, off_t length) __attribute__((alias("ftruncate64")));
 
+/* Whether path (from dirfd) names a managed file of this process's; st
+ * gets its stat. errno is kept. */
+static bool managed_at(int dirfd, const char *path, struct stat *st)
+{
+	int saved = errno;
+	bool listed = fstatat(dirfd, path, st, 0) == 0 && S_ISREG(st->st_mode) &&
+		      fd_ident_file_listed(st->st_dev, st->st_ino) && gaia_state_is_ours();
+	errno = saved;
+	return listed;
+}
+
 GAIA_EXPORT int truncate64(const char *path, off_t length)
 {
 	struct stat st;
-	if (!fd_ident_any_managed() || gaia_in_shim)
-		return REAL(truncate64)(path, length);
-	int saved = errno;
-	bool listed = stat(path, &st) == 0 && S_ISREG(st.st_mode) && fd_ident_file_listed(st.st_dev, st.st_ino) &&
-		      gaia_state_is_ours();
-	errno = saved;
-	if (!listed)
+	if (!fd_ident_any_managed() || gaia_in_shim || !managed_at(AT_FDCWD, path, &st))
 		return REAL(truncate64)(path, length);
 	return resize_managed(st.st_dev, st.st_ino, -1, path, length);
 }
@@ -223,17 +228,11 @@ struct emptying {
 	struct stat before;
 };
 
-static void emptying_begin(struct emptying *e, int dirfd, const char *path, int fd)
+static void emptying_begin(struct emptying *e, int dirfd, const char *path)
 {
-	int saved = errno;
 	gaia_in_shim++;
-	e->locked = false;
-	e->listed = (path ? fstatat(dirfd, path, &e->before, 0) : fstat(fd, &e->before)) == 0 &&
-		    S_ISREG(e->before.st_mode) && fd_ident_file_listed(e->before.st_dev, e->before.st_ino) &&
-		    gaia_state_is_ours();
-	if (e->listed)
-		e->locked = mapping_file_resize_begin();
-	errno = saved;
+	e->listed = managed_at(dirfd, path, &e->before);
+	e->locked = e->listed && mapping_file_resize_begin();
 }
 
 /* now: the file the call left behind (NULL when it failed). */
@@ -288,7 +287,7 @@ GAIA_EXPORT int open64(const char *path, int flags, ...)
 	if (!empties(flags))
 		return opened(NULL, REAL(open64)(path, flags, mode));
 	struct emptying e;
-	emptying_begin(&e, AT_FDCWD, path, -1);
+	emptying_begin(&e, AT_FDCWD, path);
 	return opened(&e, REAL(open64)(path, flags, mode));
 }
 
@@ -303,7 +302,7 @@ GAIA_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	if (!empties(flags))
 		return opened(NULL, REAL(openat64)(dirfd, path, flags, mode));
 	struct emptying e;
-	emptying_begin(&e, dirfd, path, -1);
+	emptying_begin(&e, dirfd, path);
 	return opened(&e, REAL(openat64)(dirfd, path, flags, mode));
 }
 
@@ -319,7 +318,7 @@ GAIA_EXPORT int __open64_2(const char *path, int flags)
 	if (!empties(flags))
 		return opened(NULL, REAL(__open64_2)(path, flags));
 	struct emptying e;
-	emptying_begin(&e, AT_FDCWD, path, -1);
+	emptying_begin(&e, AT_FDCWD, path);
 	return opened(&e, REAL(__open64_2)(path, flags));
 }
 
@@ -330,7 +329,7 @@ GAIA_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 	if (!empties(flags))
 		return opened(NULL, REAL(__openat64_2)(dirfd, path, flags));
 	struct emptying e;
-	emptying_begin(&e, dirfd, path, -1);
+	emptying_begin(&e, dirfd, path);
 	return opened(&e, REAL(__openat64_2)(dirfd, path, flags));
 }
 
@@ -356,7 +355,7 @@ static bool mode_empties(const char *mode)
 static void empty_first(const char *path)
 {
 	struct emptying e;
-	emptying_begin(&e, AT_FDCWD, path, -1);
+	emptying_begin(&e, AT_FDCWD, path);
 	if (!e.listed) {
 		emptying_end(&e, NULL);
 		return;
