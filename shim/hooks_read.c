@@ -125,6 +125,34 @@ GAIA_EXPORT ssize_t read(int fd, void *buf, size_t count)
 	return read_managing(fd, buf, count);
 }
 
+/* _FORTIFY_SOURCE's checked forms. Where the compiler knows the size of
+ * the buffer, glibc's headers compile read() and pread() into these
+ * (Ubuntu's and Fedora's compilers fortify optimised code by default), and
+ * the plain hooks above never see the call. Each checks as glibc does
+ * (__chk_fail, which aborts, when the count exceeds the buffer) and goes on
+ * as the plain call. */
+extern void __chk_fail(void) __attribute__((noreturn));
+GAIA_EXPORT ssize_t __read_chk(int fd, void *buf, size_t nbytes, size_t buflen);
+GAIA_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t nbytes, off_t offset, size_t buflen);
+GAIA_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t nbytes, off_t offset, size_t buflen);
+
+GAIA_EXPORT ssize_t __read_chk(int fd, void *buf, size_t nbytes, size_t buflen)
+{
+	if (nbytes > buflen)
+		__chk_fail();
+	return read(fd, buf, nbytes);
+}
+
+GAIA_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t nbytes, off_t offset, size_t buflen)
+{
+	if (nbytes > buflen)
+		__chk_fail();
+	return pread64(fd, buf, nbytes, offset);
+}
+
+GAIA_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t nbytes, off_t offset, size_t buflen)
+	__attribute__((alias("__pread64_chk")));
+
 GAIA_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	const void *s;

@@ -331,6 +331,28 @@ GAIA_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct so
 	return SOCKET_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
 }
 
+/* _FORTIFY_SOURCE's checked forms of recv and recvfrom (hooks_read.c says
+ * why they are interposed too). */
+extern void __chk_fail(void) __attribute__((noreturn));
+GAIA_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+GAIA_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *from,
+				   socklen_t *fromlen);
+
+GAIA_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+GAIA_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *from,
+				   socklen_t *fromlen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
 /* The buffers in mappings only (msg_buffers): gated when there are any. */
 #define BUFFERS_GATED(buf, len, call) ((len) ? IO_GATED((buf), (len), (call)) : (call))
 

@@ -18,10 +18,19 @@
  * its chunk out of the mapping with process_vm_readv() on its own process
  * (then pwrite()s the copy), and R copies fd_in's chunk into the mapping
  * with process_vm_writev(), as debuggers and checkpointing tools do.
+ * With "chk" R reads through the checked forms that _FORTIFY_SOURCE
+ * compiles read() and pread() into where the buffer's size is known
+ * (__read_chk, __pread_chk, __pread64_chk in turn; Ubuntu's and Fedora's
+ * compilers fortify by default); "socket_chk" is "socket" with R in
+ * __recv_chk and __recvfrom_chk. They are looked up as the dynamic linker
+ * binds them (the first definition in load order).
  */
+#include <dlfcn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 
 #include "programs.h"
@@ -47,6 +56,12 @@ static int mmsg;			/* through sendmmsg()/recvmmsg() */
 static int vm;				/* through process_vm_readv()/writev() */
 static int wsock[2], rsock[2];		/* W sends on wsock[0]; R receives on rsock[0] */
 static unsigned long r_next;		/* R's next chunk in socket mode */
+static int chk;				/* through the _FORTIFY_SOURCE forms */
+static ssize_t (*read_chk)(int, void *, size_t, size_t);
+static ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
+static ssize_t (*pread64_chk)(int, void *, size_t, off_t, size_t);
+static ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
+static ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
 
 static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -89,9 +104,49 @@ static ssize_t do_read(int fd, void *buf, size_t n)
 		struct iovec local = {copy, n}, remote = {buf, n};
 		return process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
 	}
+	static __thread unsigned turn;
+	if (chk && sock)
+		return turn++ % 2 ? recv_chk(rsock[0], buf, n, CHUNK, MSG_WAITALL)
+				  : recvfrom_chk(rsock[0], buf, n, CHUNK, MSG_WAITALL, NULL, NULL);
+	if (chk) {
+		off_t pos = lseek(fd, 0, SEEK_CUR);
+		switch (turn++ % 3) {
+		case 0: return read_chk(fd, buf, n, CHUNK);
+		case 1: return pread_chk(fd, buf, n, pos, CHUNK);
+		default: return pread64_chk(fd, buf, n, pos, CHUNK);
+		}
+	}
 	if (sock)
 		return recv(rsock[0], buf, n, MSG_WAITALL);
 	return raw ? (ssize_t)syscall(SYS_read, fd, buf, n) : read(fd, buf, n);
+}
+
+/* What fd names now, its size and position: for a failure message. */
+static const char *describe_fd(int fd)
+{
+	static __thread char out[600];
+	char link[64], target[400];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = 0;
+	struct stat st;
+	long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+	snprintf(out, sizeof(out), "descriptor %d names %s, size %lld, position %lld", fd,
+		 n > 0 ? target : "(unreadable)", size, (long long)lseek(fd, 0, SEEK_CUR));
+	return out;
+}
+
+/* The lines of /proc/self/maps over [p, p + len), on stderr. */
+static void print_maps_over(const void *p, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long s = (unsigned long)p, e = s + len, a, b;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < e && s < b)
+			fprintf(stderr, "  maps: %s", line);
+	if (f)
+		fclose(f);
 }
 
 static unsigned char file_byte(size_t i) { return (unsigned char)(i * 3 + 11 + (i >> 16)); }
@@ -138,8 +193,13 @@ static void *reader(void *arg)
 			CHECK(sock || lseek(fd_in, (off_t)(c * CHUNK), SEEK_SET) == (off_t)(c * CHUNK), "lseek: %s",
 			      strerror(errno));
 			ssize_t r = do_read(fd_in, cur + R_AREA + c * CHUNK, CHUNK);
-			CHECK(r == CHUNK, "read of 64 KiB into the mapped file returned %zd (%s)", r,
-			      r < 0 ? strerror(errno) : "short count");
+			if (r != CHUNK) {
+				int e = errno;
+				print_maps_over(cur, FILE_BYTES);
+				errno = e;
+			}
+			CHECK(r == CHUNK, "read of 64 KiB at %zu into the mapped file returned %zd (%s); %s", c * CHUNK,
+			      r, r < 0 ? strerror(errno) : "short count", sock ? "socket" : describe_fd(fd_in));
 			__atomic_store_n(&cur_read[c], 1, __ATOMIC_RELAXED);
 			r_next++;
 			__atomic_add_fetch(&ios_during, 1, __ATOMIC_RELAXED);
@@ -193,7 +253,40 @@ int main(int argc, char **argv)
 	raw = argc > 1 && strcmp(argv[1], "syscall") == 0;
 	mmsg = argc > 1 && strcmp(argv[1], "mmsg") == 0;
 	vm = argc > 1 && strcmp(argv[1], "vm") == 0;
-	sock = mmsg || (argc > 1 && strcmp(argv[1], "socket") == 0);
+	chk = argc > 1 && (strcmp(argv[1], "chk") == 0 || strcmp(argv[1], "socket_chk") == 0);
+	sock = mmsg || (argc > 1 && (strcmp(argv[1], "socket") == 0 || strcmp(argv[1], "socket_chk") == 0));
+	if (chk) {
+		*(void **)&read_chk = dlsym(RTLD_DEFAULT, "__read_chk");
+		*(void **)&pread_chk = dlsym(RTLD_DEFAULT, "__pread_chk");
+		*(void **)&pread64_chk = dlsym(RTLD_DEFAULT, "__pread64_chk");
+		*(void **)&recv_chk = dlsym(RTLD_DEFAULT, "__recv_chk");
+		*(void **)&recvfrom_chk = dlsym(RTLD_DEFAULT, "__recvfrom_chk");
+		CHECK(read_chk && pread_chk && pread64_chk && recv_chk && recvfrom_chk,
+		      "libc has no _FORTIFY_SOURCE forms: %s", dlerror());
+		/* Their check stays: a count past the buffer aborts, as libc's do. */
+		for (int form = 0; form < 5; form++) {
+			pid_t child = fork();
+			CHECK(child >= 0, "fork: %s", strerror(errno));
+			if (child == 0) {
+				int devnull = open("/dev/zero", O_RDONLY);
+				char small[8];
+				signal(SIGABRT, SIG_DFL);
+				close(2); /* libc's "buffer overflow detected" */
+				switch (form) {
+				case 0: read_chk(devnull, small, 16, sizeof(small)); break;
+				case 1: pread_chk(devnull, small, 16, 0, sizeof(small)); break;
+				case 2: pread64_chk(devnull, small, 16, 0, sizeof(small)); break;
+				case 3: recv_chk(devnull, small, 16, sizeof(small), 0); break;
+				default: recvfrom_chk(devnull, small, 16, sizeof(small), 0, NULL, NULL); break;
+				}
+				_exit(0);
+			}
+			int status;
+			CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+			CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+			      "checked form %d with a count past its buffer: status %#x, not SIGABRT", form, status);
+		}
+	}
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
 	pthread_rwlockattr_t ra;
