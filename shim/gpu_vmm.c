@@ -166,10 +166,12 @@ void gpu_vmm_guard_begin(uintptr_t start, size_t len)
 	__atomic_store_n(&moving_end, start + len, __ATOMIC_RELAXED);
 	__atomic_store_n(&moving, 1, __ATOMIC_RELEASE);
 	move_gate_begin(start, len);
+	gaia_debug("moving %zu bytes at %#lx (thread %ld)", len, (unsigned long)start, (long)syscall(SYS_gettid));
 }
 
 void gpu_vmm_guard_end(void)
 {
+	gaia_debug("move of %#lx ended", (unsigned long)__atomic_load_n(&moving_start, __ATOMIC_RELAXED));
 	move_gate_end();
 	__atomic_store_n(&moved_start, __atomic_load_n(&moving_start, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&moved_end, __atomic_load_n(&moving_end, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
