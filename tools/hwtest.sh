@@ -174,6 +174,15 @@ for mode in shared isolated; do
 	done
 done
 
+# io_during_launch's other ways into a mapping while its region gets a
+# device copy: raw syscall(), sockets, and the _FORTIFY_SOURCE forms.
+for mode in syscall socket chk socket_chk; do
+	for b in "${backings[@]}"; do
+		run "io_during_launch $mode" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- \
+			"$programs/io_during_launch" "$mode"
+	done
+done
+
 # ---- tests/gpu/protocol, the cases CTest runs (tests/gpu/CMakeLists.txt)
 cases=(launch_sees_cpu sync_publishes false_sharing same_byte cpu_store_invisible private bytes_moved
 	launch_after_launch peer_read touch_during_first_launch mprotect_writable truncated_while_mapped
