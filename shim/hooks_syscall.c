@@ -353,6 +353,81 @@ GAIA_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
 	return recvfrom(fd, buf, len, flags, from, fromlen);
 }
 
+/* stdio moves a request larger than its stream's buffer straight between
+ * the program's buffer and the kernel (libc's own read and write, which no
+ * hook sees): fread and fwrite with a buffer in a managed mapping take the
+ * gate for the whole call. */
+static size_t stdio_bytes(size_t size, size_t n)
+{
+	return n && size > SIZE_MAX / n ? SIZE_MAX : size * n;
+}
+
+#define STDIO_GATED(buf, len, call)                                                            \
+	(fd_ident_any_managed() && io_gate_may_cover((buf), (len)) && mapping_overlaps((buf), (len)) \
+		 ? IO_GATED((buf), (len), (call))                                              \
+		 : (call))
+
+/* glibc's <stdio.h> makes these two macros in optimised code. */
+#undef fread_unlocked
+#undef fwrite_unlocked
+
+/* fread and fwrite take the stream's lock before the gate, as libc would
+ * at once: a thread waiting for a stream another thread holds while it
+ * launches (and so moves a region) holds up no move. */
+GAIA_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *stream)
+{
+	size_t len = stdio_bytes(size, n);
+	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
+		return REAL(fread)(buf, size, n, stream);
+	flockfile(stream);
+	size_t got = IO_GATED(buf, len, REAL(fread_unlocked)(buf, size, n, stream));
+	funlockfile(stream);
+	return got;
+}
+
+GAIA_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *stream)
+{
+	return STDIO_GATED(buf, stdio_bytes(size, n), REAL(fread_unlocked)(buf, size, n, stream));
+}
+
+GAIA_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *stream)
+{
+	size_t len = stdio_bytes(size, n);
+	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
+		return REAL(fwrite)(buf, size, n, stream);
+	flockfile(stream);
+	size_t put = IO_GATED(buf, len, REAL(fwrite_unlocked)(buf, size, n, stream));
+	funlockfile(stream);
+	return put;
+}
+
+GAIA_EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *stream)
+{
+	return STDIO_GATED(buf, stdio_bytes(size, n), REAL(fwrite_unlocked)(buf, size, n, stream));
+}
+
+/* The checked forms (hooks_read.c): libc's checks, then the hooks above. */
+GAIA_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *stream);
+GAIA_EXPORT size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *stream);
+
+static void fread_check(size_t buflen, size_t size, size_t n)
+{
+	if ((n && size > SIZE_MAX / n) || size * n > buflen)
+		__chk_fail();
+}
+
+GAIA_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *stream)
+{
+	fread_check(buflen, size, n);
+	return fread(buf, size, n, stream);
+}
+
+GAIA_EXPORT size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *stream)
+{
+	fread_check(buflen, size, n);
+	return fread_unlocked(buf, size, n, stream);
+}
+
 /* The buffers in mappings only (msg_buffers): gated when there are any. */
 #define BUFFERS_GATED(buf, len, call) ((len) ? IO_GATED((buf), (len), (call)) : (call))
 

@@ -75,7 +75,11 @@ struct mmsghdr; /* <sys/socket.h> declares it only under _GNU_SOURCE */
 	X(recvmmsg, int, (int, struct mmsghdr *, unsigned int, int, struct timespec *))   \
 	X(process_vm_readv, ssize_t, (pid_t, const struct iovec *, unsigned long, const struct iovec *, unsigned long, unsigned long)) \
 	X(process_vm_writev, ssize_t, (pid_t, const struct iovec *, unsigned long, const struct iovec *, unsigned long, unsigned long)) \
-	X(mincore, int, (void *, size_t, unsigned char *))
+	X(mincore, int, (void *, size_t, unsigned char *))                              \
+	X(fread, size_t, (void *, size_t, size_t, FILE *))                              \
+	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))                     \
+	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))                       \
+	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))
 
 struct gaia_real {
 #define GAIA_REAL_FIELD(name, ret, args) ret(*name) args;

@@ -175,8 +175,8 @@ for mode in shared isolated; do
 done
 
 # io_during_launch's other ways into a mapping while its region gets a
-# device copy: raw syscall(), sockets, and the _FORTIFY_SOURCE forms.
-for mode in syscall socket chk socket_chk; do
+# device copy: raw syscall(), sockets, the _FORTIFY_SOURCE forms, stdio.
+for mode in syscall socket chk socket_chk stdio; do
 	for b in "${backings[@]}"; do
 		run "io_during_launch $mode" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- \
 			"$programs/io_during_launch" "$mode"

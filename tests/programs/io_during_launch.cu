@@ -23,7 +23,11 @@
  * (__read_chk, __pread_chk, __pread64_chk in turn; Ubuntu's and Fedora's
  * compilers fortify by default); "socket_chk" is "socket" with R in
  * __recv_chk and __recvfrom_chk. They are looked up as the dynamic linker
- * binds them (the first definition in load order).
+ * binds them (the first definition in load order). With "stdio" W and R
+ * go through stdio streams on fd_out and fd_in, whose chunks (larger than
+ * the streams' buffers) libc moves straight between the mapping and the
+ * kernel: W fwrite()s and fflush()es, R fread()s, each in turn with its
+ * _unlocked form and R also with __fread_chk and __fread_unlocked_chk.
  */
 #include <dlfcn.h>
 #include <sys/socket.h>
@@ -57,6 +61,10 @@ static int vm;				/* through process_vm_readv()/writev() */
 static int wsock[2], rsock[2];		/* W sends on wsock[0]; R receives on rsock[0] */
 static unsigned long r_next;		/* R's next chunk in socket mode */
 static int chk;				/* through the _FORTIFY_SOURCE forms */
+static int stdio_mode;			/* through stdio streams */
+static FILE *f_out, *f_in;		/* stdio mode: streams on fd_out, fd_in */
+static size_t (*fread_chk)(void *, size_t, size_t, size_t, FILE *);
+static size_t (*fread_unlocked_chk)(void *, size_t, size_t, size_t, FILE *);
 static ssize_t (*read_chk)(int, void *, size_t, size_t);
 static ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
 static ssize_t (*pread64_chk)(int, void *, size_t, off_t, size_t);
@@ -79,6 +87,13 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off)
 		struct iovec local = {copy, n}, remote = {(void *)buf, n};
 		ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 		return r == (ssize_t)n ? pwrite(fd, copy, n, off) : r;
+	}
+	if (stdio_mode) {
+		static unsigned turn;
+		if (fseeko(f_out, off, SEEK_SET) != 0)
+			return -1;
+		size_t put = turn++ % 2 ? fwrite(buf, 1, n, f_out) : fwrite_unlocked(buf, 1, n, f_out);
+		return fflush(f_out) == 0 && !ferror(f_out) ? (ssize_t)put : -1;
 	}
 	if (sock)
 		return send(wsock[0], buf, n, MSG_NOSIGNAL);
@@ -115,6 +130,18 @@ static ssize_t do_read(int fd, void *buf, size_t n)
 		case 1: return pread_chk(fd, buf, n, pos, CHUNK);
 		default: return pread64_chk(fd, buf, n, pos, CHUNK);
 		}
+	}
+	if (stdio_mode) {
+		if (fseeko(f_in, lseek(fd, 0, SEEK_CUR), SEEK_SET) != 0)
+			return -1;
+		size_t got;
+		switch (turn++ % 4) {
+		case 0: got = fread(buf, 1, n, f_in); break;
+		case 1: got = fread_unlocked(buf, 1, n, f_in); break;
+		case 2: got = fread_chk(buf, CHUNK, 1, n, f_in); break;
+		default: got = fread_unlocked_chk(buf, CHUNK, 1, n, f_in); break;
+		}
+		return ferror(f_in) ? -1 : (ssize_t)got;
 	}
 	if (sock)
 		return recv(rsock[0], buf, n, MSG_WAITALL);
@@ -248,11 +275,77 @@ static unsigned char want_byte(size_t i)
 	return file_byte(i);
 }
 
+/* stdio mode, first: the main thread holds f_in (flockfile) and launches
+ * on a fresh file for the first time while another thread waits in
+ * fread() from f_in into that file. The launch must not wait for the
+ * reader, which waits for the stream. */
+static unsigned char *held_target;
+
+static void *held_reader(void *arg)
+{
+	(void)arg;
+	return (void *)fread(held_target + R_AREA, 1, CHUNK, f_in);
+}
+
+static void launch_holding_stream(void)
+{
+	step = "a launch while this thread holds the stream another thread fread()s into the file";
+	int fd = make_file(FILE_BYTES, file_byte);
+	unsigned char *m = (unsigned char *)map_file(fd, FILE_BYTES);
+	held_target = m;
+	flockfile(f_in);
+	CHECK(fseeko(f_in, 0, SEEK_SET) == 0, "fseeko: %s", strerror(errno));
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, held_reader, NULL) == 0, "pthread_create");
+	usleep(200 * 1000); /* the reader is in fread(), waiting for the stream */
+	SIMGPU_LAUNCH(xor_bytes, 8, 128, 0, 0)(m + K_AREA, (unsigned long long)K_BYTES, (unsigned char)0x5a);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	funlockfile(f_in);
+	void *got;
+	CHECK(pthread_join(t, &got) == 0, "pthread_join");
+	CHECK((size_t)got == CHUNK, "fread of 64 KiB into the mapped file returned %zu", (size_t)got);
+	for (size_t i = 0; i < K_BYTES; i++)
+		CHECK(m[K_AREA + i] == (unsigned char)(file_byte(K_AREA + i) ^ 0x5a), "kernel byte %zu is %#x", i,
+		      m[K_AREA + i]);
+	for (size_t i = 0; i < CHUNK; i++)
+		CHECK(m[R_AREA + i] == in_byte(i), "byte %zu fread() into the mapping is %#x, want %#x", i,
+		      m[R_AREA + i], in_byte(i));
+	CHECK(munmap(m, FILE_BYTES) == 0, "munmap: %s", strerror(errno));
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	raw = argc > 1 && strcmp(argv[1], "syscall") == 0;
 	mmsg = argc > 1 && strcmp(argv[1], "mmsg") == 0;
 	vm = argc > 1 && strcmp(argv[1], "vm") == 0;
+	stdio_mode = argc > 1 && strcmp(argv[1], "stdio") == 0;
+	if (stdio_mode) {
+		*(void **)&fread_chk = dlsym(RTLD_DEFAULT, "__fread_chk");
+		*(void **)&fread_unlocked_chk = dlsym(RTLD_DEFAULT, "__fread_unlocked_chk");
+		CHECK(fread_chk && fread_unlocked_chk, "libc has no __fread_chk: %s", dlerror());
+		for (int form = 0; form < 2; form++) { /* the check stays (below, for chk) */
+			pid_t child = fork();
+			CHECK(child >= 0, "fork: %s", strerror(errno));
+			if (child == 0) {
+				FILE *zero = fopen("/dev/zero", "r");
+				char small[8];
+				signal(SIGABRT, SIG_DFL);
+				close(2);
+				if (form == 0)
+					fread_chk(small, sizeof(small), 4, 4, zero);
+				else
+					fread_unlocked_chk(small, sizeof(small), 4, 4, zero);
+				_exit(0);
+			}
+			int status;
+			CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+			CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+			      "checked fread form %d with a count past its buffer: status %#x, not SIGABRT", form,
+			      status);
+		}
+	}
 	chk = argc > 1 && (strcmp(argv[1], "chk") == 0 || strcmp(argv[1], "socket_chk") == 0);
 	sock = mmsg || (argc > 1 && (strcmp(argv[1], "socket") == 0 || strcmp(argv[1], "socket_chk") == 0));
 	if (chk) {
@@ -295,6 +388,11 @@ int main(int argc, char **argv)
 	CHECK(pthread_rwlock_init(&lock, &ra) == 0, "pthread_rwlock_init");
 	fd_out = make_file(4 * CHUNK, NULL);
 	fd_in = make_file(4 * CHUNK, in_byte);
+	if (stdio_mode) {
+		f_out = fdopen(dup(fd_out), "r+");
+		f_in = fdopen(dup(fd_in), "r");
+		CHECK(f_out && f_in, "fdopen: %s", strerror(errno));
+	}
 	pthread_t tw, tr, tf, td;
 	if (sock) {
 		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, wsock) == 0, "socketpair: %s", strerror(errno));
@@ -302,6 +400,8 @@ int main(int argc, char **argv)
 		CHECK(pthread_create(&tf, NULL, feeder, NULL) == 0, "pthread_create");
 		CHECK(pthread_create(&td, NULL, drain, NULL) == 0, "pthread_create");
 	}
+	if (stdio_mode)
+		launch_holding_stream();
 	CHECK(pthread_create(&tw, NULL, writer, NULL) == 0, "pthread_create");
 	CHECK(pthread_create(&tr, NULL, reader, NULL) == 0, "pthread_create");
 
