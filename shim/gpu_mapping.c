@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "backend_cuda.h"
@@ -268,9 +271,44 @@ static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
 }
 
 /* A few rounds: a launch in another thread between a wait and the look
- * after it makes another round; after the last, what is left waits under
- * the lock, in gpu_mapping_forget_locked. */
+ * after it makes another round. The last holds new launches on the
+ * devices of the mappings back (draining, below) before it looks: its
+ * wait then covers every kernel that may use them, and
+ * gpu_mapping_forget_locked finds those devices idle. */
 #define QUIESCE_ROUNDS 3
+
+/* Per device, the quiesces holding its new launches back (changed under
+ * mapping_lock, read there by launches); drain_seq, a futex word, moves
+ * when one ends. A thread holding some never waits for them itself (a
+ * signal handler of its own that launches). */
+static unsigned draining[TSVT_MAX_DEVICES];
+static int drain_seq;
+static __thread unsigned drains_mine __attribute__((tls_model("initial-exec")));
+
+/* Under mapping_lock, for a launch on dev: until no quiesce holds dev,
+ * the lock is let go and the launch waits. */
+static void drain_wait_locked(int dev)
+{
+	while (__atomic_load_n(&draining[dev], __ATOMIC_ACQUIRE) && !drains_mine) {
+		int seq = __atomic_load_n(&drain_seq, __ATOMIC_ACQUIRE);
+		mapping_lock_give();
+		if (__atomic_load_n(&draining[dev], __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &drain_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+		mapping_lock_take();
+	}
+}
+
+void gpu_mappings_quiesce_end(unsigned held)
+{
+	if (!held)
+		return;
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+		if (held & (1u << d))
+			__atomic_sub_fetch(&draining[d], 1, __ATOMIC_RELEASE);
+	drains_mine--;
+	__atomic_add_fetch(&drain_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &drain_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
 
 /* The context wait_ctx waits for (watched_wait takes a function of none). */
 static __thread CUcontext waiting_ctx __attribute__((tls_model("initial-exec")));
@@ -280,8 +318,9 @@ static int wait_ctx(void)
 	return cuda_ctx_synchronize(waiting_ctx);
 }
 
-void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
+unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 {
+	unsigned held = 0;
 	for (int round = 0; round < QUIESCE_ROUNDS; round++) {
 		CUcontext ctx[TSVT_MAX_DEVICES];
 		bool wait[TSVT_MAX_DEVICES] = {false};
@@ -293,6 +332,14 @@ void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 			if (!overlaps(m, addr, len) || (read_only_only && (m->engine.flags & LRC_WRITABLE)))
 				continue;
 			for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+				if (m->replicas[d] && round == QUIESCE_ROUNDS - 1 && !(held & (1u << d))) {
+					/* Launches kept coming: from now on new ones
+					 * there wait for the caller to be done. */
+					if (!held)
+						drains_mine++;
+					held |= 1u << d;
+					__atomic_add_fetch(&draining[d], 1, __ATOMIC_RELEASE);
+				}
 				if (!m->replicas[d] || wait[d] || device_idle_locked(d))
 					continue;
 				wait[d] = any = true;
@@ -304,7 +351,7 @@ void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 			seq[d] = devices.planned[d];
 		mapping_lock_give();
 		if (!any)
-			return;
+			return held;
 		for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 			if (!wait[d])
 				continue;
@@ -331,6 +378,7 @@ void gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 			quiesced_at[d] = wait[d] ? seq[d] : (quiesced_valid ? quiesced_at[d] : UINT64_MAX);
 		quiesced_valid = true;
 	}
+	return held;
 }
 
 void gpu_mapping_forget_locked(struct gaia_mapping *m)
@@ -558,8 +606,11 @@ void gpu_wait_note_after_fork_child(void)
 		wait_note.slot[k].waiting = false;
 	/* Launches in flight in other threads at the fork are not the
 	 * child's. */
-	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		launches_queued[d] = devices.planned[d];
+		draining[d] = 0; /* held by other threads of the parent */
+	}
+	drains_mine = 0;
 }
 
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
@@ -649,12 +700,15 @@ struct host_call {
 	size_t nout, out_capacity;
 	bool isolated;
 	uint64_t rebased_pages; /* rebased while kernels ran (GAIA_RUNNING_KERNELS=shared) */
+	int launch_dev;         /* a launch's device (it waits while a quiesce drains it), or -1 */
 };
 
 static void host_lock(void *ctx)
 {
-	(void)ctx;
+	const struct host_call *c = ctx;
 	mapping_lock_take();
+	if (c && c->launch_dev >= 0)
+		drain_wait_locked(c->launch_dev);
 }
 
 static void host_unlock(void *ctx)
@@ -851,6 +905,7 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 		.out = out,
 		.out_capacity = out_capacity,
 		.isolated = gaia_config()->running_kernels == GAIA_RUNNING_KERNELS_ISOLATED,
+		.launch_dev = dev,
 	};
 	struct lrc_host h = host_for(&c);
 	int failed = lrc_proto_launch(&h, &devices, dev);
@@ -894,7 +949,7 @@ int gpu_mappings_sync(int dev, bool snapshot)
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || !mapping_any())
 		return 0;
 	uint64_t t0 = now_ns();
-	struct host_call c = {.all = false};
+	struct host_call c = {.all = false, .launch_dev = -1};
 	struct lrc_host h = host_for(&c);
 	/* The caller (gpu.c) made sure every kernel launched on dev since its
 	 * last release has finished, or asks for a snapshot release: the

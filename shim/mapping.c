@@ -586,8 +586,7 @@ void mapping_forget_range(void *addr, size_t len)
 	size_t span = (((uintptr_t)addr + len + GAIA_PAGE - 1) & ~(GAIA_PAGE - 1)) - start;
 	/* Kernels that may use those mappings are waited for first, without
 	 * the lock: a thread writing another managed file does not wait too. */
-	if (gpu_mappings_quiesce)
-		gpu_mappings_quiesce((void *)start, span, false);
+	unsigned held = gpu_mappings_quiesce ? gpu_mappings_quiesce((void *)start, span, false) : 0;
 	mapping_lock_take();
 	/* munmap is a release point: what the CPU wrote there is published
 	 * before the pages go (the kernel keeps the bytes themselves). */
@@ -605,6 +604,8 @@ void mapping_forget_range(void *addr, size_t len)
 	}
 	free(removed.items);
 	mapping_lock_give();
+	if (held)
+		gpu_mappings_quiesce_end(held);
 }
 
 /* --- writes through the file --- */

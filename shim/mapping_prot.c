@@ -77,8 +77,7 @@ void mapping_made_writable(void *addr, size_t len)
 {
 	/* A read-only mapping made writable loses its device copies: the
 	 * kernels that may read them are waited for first, without the lock. */
-	if (gpu_mappings_quiesce)
-		gpu_mappings_quiesce(addr, len, true);
+	unsigned held = gpu_mappings_quiesce ? gpu_mappings_quiesce(addr, len, true) : 0;
 	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		uintptr_t lo, hi;
@@ -104,6 +103,8 @@ void mapping_made_writable(void *addr, size_t len)
 		m->prot |= PROT_WRITE;
 	}
 	mapping_lock_give();
+	if (held)
+		gpu_mappings_quiesce_end(held);
 }
 
 struct marks_saved {
