@@ -277,6 +277,7 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	L->in_flight = false;
 	if (!mapping_any())
 		return;
+	gpu_mappings_drain_wait();
 	pthread_mutex_lock(&launch_window);
 	L->in_window = true;
 	gaia_in_shim++;
@@ -511,6 +512,7 @@ int gpu_device_acquire(int dev, const void *addr, size_t len)
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES || cuda_current_device() != dev)
 		return -ENODEV;
 	gaia_in_shim++;
+	gpu_mappings_drain_wait();
 	pthread_mutex_lock(&launch_window);
 	int rc = gpu_mappings_acquire_range(dev, addr, len);
 	pthread_mutex_unlock(&launch_window);

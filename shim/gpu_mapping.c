@@ -271,41 +271,65 @@ static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
 }
 
 /* A few rounds: a launch in another thread between a wait and the look
- * after it makes another round. The last holds new launches on the
- * devices of the mappings back (draining, below) before it looks: its
- * wait then covers every kernel that may use them, and
- * gpu_mapping_forget_locked finds those devices idle. */
+ * after it makes another round. The last holds every new launch back
+ * (draining, below) before it looks: its wait then covers every kernel,
+ * and gpu_mapping_forget_locked finds the devices idle (all of them: a
+ * launch elsewhere could give the mapping a replica on another device).
+ * Rare: only when other threads' launches raced two waits. */
 #define QUIESCE_ROUNDS 3
 
-/* Per device, the quiesces holding its new launches back (changed under
- * mapping_lock, read there by launches); drain_seq, a futex word, moves
- * when one ends. A thread holding some never waits for them itself (a
- * signal handler of its own that launches). */
-static unsigned draining[TSVT_MAX_DEVICES];
+/* The quiesces holding new launches back (changed under mapping_lock,
+ * where launches read it); drain_seq, a futex word, moves when one ends.
+ * A thread holding some never waits for them itself; while it holds any
+ * it cannot be cancelled (cancelled, it would hold them for good). */
+static unsigned draining;
 static int drain_seq;
 static __thread unsigned drains_mine __attribute__((tls_model("initial-exec")));
+static __thread int drain_cancel_state __attribute__((tls_model("initial-exec")));
 
-/* Under mapping_lock, for a launch on dev: until no quiesce holds dev,
- * the lock is let go and the launch waits. */
-static void drain_wait_locked(int dev)
+static bool drain_blocks(void)
 {
-	while (__atomic_load_n(&draining[dev], __ATOMIC_ACQUIRE) && !drains_mine) {
-		int seq = __atomic_load_n(&drain_seq, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&draining, __ATOMIC_ACQUIRE) && !drains_mine;
+}
+
+static void drain_sleep(void)
+{
+	int seq = __atomic_load_n(&drain_seq, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&draining, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &drain_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+}
+
+/* Under mapping_lock, for a launch: until no quiesce holds launches back,
+ * the lock is let go and the launch waits. */
+static void drain_wait_locked(void)
+{
+	while (drain_blocks()) {
 		mapping_lock_give();
-		if (__atomic_load_n(&draining[dev], __ATOMIC_ACQUIRE))
-			syscall(SYS_futex, &drain_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+		drain_sleep();
 		mapping_lock_take();
 	}
 }
 
+void gpu_mappings_drain_wait(void)
+{
+	while (drain_blocks())
+		drain_sleep();
+}
+
+static void drain_begin_locked(void)
+{
+	if (!drains_mine++)
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &drain_cancel_state);
+	__atomic_add_fetch(&draining, 1, __ATOMIC_RELEASE);
+}
+
 void gpu_mappings_quiesce_end(unsigned held)
 {
-	if (!held)
+	if (!held || !drains_mine)
 		return;
-	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
-		if (held & (1u << d))
-			__atomic_sub_fetch(&draining[d], 1, __ATOMIC_RELEASE);
-	drains_mine--;
+	__atomic_sub_fetch(&draining, 1, __ATOMIC_RELEASE);
+	if (!--drains_mine)
+		pthread_setcancelstate(drain_cancel_state, NULL);
 	__atomic_add_fetch(&drain_seq, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &drain_seq, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
@@ -331,15 +355,13 @@ unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 		for (const struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!overlaps(m, addr, len) || (read_only_only && (m->engine.flags & LRC_WRITABLE)))
 				continue;
+			if (round == QUIESCE_ROUNDS - 1 && !held && gpu_mapping_any_replica(m)) {
+				/* Launches kept coming: from now on new ones wait
+				 * for the caller to be done. */
+				drain_begin_locked();
+				held = 1;
+			}
 			for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
-				if (m->replicas[d] && round == QUIESCE_ROUNDS - 1 && !(held & (1u << d))) {
-					/* Launches kept coming: from now on new ones
-					 * there wait for the caller to be done. */
-					if (!held)
-						drains_mine++;
-					held |= 1u << d;
-					__atomic_add_fetch(&draining[d], 1, __ATOMIC_RELEASE);
-				}
 				if (!m->replicas[d] || wait[d] || device_idle_locked(d))
 					continue;
 				wait[d] = any = true;
@@ -606,11 +628,11 @@ void gpu_wait_note_after_fork_child(void)
 		wait_note.slot[k].waiting = false;
 	/* Launches in flight in other threads at the fork are not the
 	 * child's. */
-	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
 		launches_queued[d] = devices.planned[d];
-		draining[d] = 0; /* held by other threads of the parent */
-	}
-	drains_mine = 0;
+	/* Only what this thread holds (a fork from a signal handler that
+	 * interrupted a quiesce) is the child's: it ends it. */
+	draining = drains_mine;
 }
 
 /* Runs wait() (a wait on the device); if it lasts LAUNCH_WAIT_NOTE_S, the
@@ -708,7 +730,7 @@ static void host_lock(void *ctx)
 	const struct host_call *c = ctx;
 	mapping_lock_take();
 	if (c && c->launch_dev >= 0)
-		drain_wait_locked(c->launch_dev);
+		drain_wait_locked();
 }
 
 static void host_unlock(void *ctx)

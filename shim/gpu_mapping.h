@@ -27,6 +27,9 @@ GAIA_HIDDEN int gpu_mappings_acquire_range(int dev, const void *addr, size_t len
  * its kernel, or was refused: gpu_mappings_quiesce waits for that before
  * it takes a wait on dev as covering the launch. */
 GAIA_HIDDEN void gpu_mappings_launch_queued(int dev);
+/* Before a launch takes its window: while an munmap holds launches back
+ * (gpu_mappings_quiesce's last round), waits, holding nothing. */
+GAIA_HIDDEN void gpu_mappings_drain_wait(void);
 GAIA_HIDDEN int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool all,
 				    struct gpu_translation *out, size_t out_capacity, bool *planned);
 /* A host sync on device dev returned: dev releases every region it

@@ -94,9 +94,9 @@ GAIA_HIDDEN void gpu_mapping_forget_locked(struct gaia_mapping *m) __attribute__
  * the kernels that may still run on the devices holding them, so that
  * gpu_mapping_forget_locked (and freeing the replicas) need not wait with
  * the lock held. Where other threads' launches keep those devices busy,
- * new launches there wait until the caller is done: it passes the answer
- * (the devices held so, a bit each) to gpu_mappings_quiesce_end once it
- * has let the lock go. */
+ * new launches wait until the caller is done: it passes the answer
+ * (nonzero when launches are held back) to gpu_mappings_quiesce_end once
+ * it has let the lock go. */
 GAIA_HIDDEN unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 	__attribute__((weak));
 GAIA_HIDDEN void gpu_mappings_quiesce_end(unsigned held) __attribute__((weak));
