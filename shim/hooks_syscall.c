@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -372,17 +373,31 @@ static size_t stdio_bytes(size_t size, size_t n)
 #undef fwrite_unlocked
 
 /* fread and fwrite take the stream's lock before the gate, as libc would
- * at once: a thread waiting for a stream another thread holds while it
- * launches (and so moves a region) holds up no move. */
+ * at once (not for a stream the program locks itself, FSETLOCKING_BYCALLER,
+ * as libc does not): a thread waiting for a stream another thread holds
+ * while it launches (and so moves a region) holds up no move. The lock is
+ * let go when the thread is cancelled inside too. */
+static void stream_unlock(FILE **locked)
+{
+	if (*locked)
+		funlockfile(*locked);
+}
+
+static FILE *stream_lock(FILE *stream)
+{
+	if (__fsetlocking(stream, FSETLOCKING_QUERY) == FSETLOCKING_BYCALLER)
+		return NULL;
+	flockfile(stream);
+	return stream;
+}
+
 GAIA_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *stream)
 {
 	size_t len = stdio_bytes(size, n);
 	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
 		return REAL(fread)(buf, size, n, stream);
-	flockfile(stream);
-	size_t got = IO_GATED(buf, len, REAL(fread_unlocked)(buf, size, n, stream));
-	funlockfile(stream);
-	return got;
+	__attribute__((cleanup(stream_unlock))) FILE *locked = stream_lock(stream);
+	return IO_GATED(buf, len, REAL(fread_unlocked)(buf, size, n, stream));
 }
 
 GAIA_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *stream)
@@ -395,10 +410,8 @@ GAIA_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *stream)
 	size_t len = stdio_bytes(size, n);
 	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
 		return REAL(fwrite)(buf, size, n, stream);
-	flockfile(stream);
-	size_t put = IO_GATED(buf, len, REAL(fwrite_unlocked)(buf, size, n, stream));
-	funlockfile(stream);
-	return put;
+	__attribute__((cleanup(stream_unlock))) FILE *locked = stream_lock(stream);
+	return IO_GATED(buf, len, REAL(fwrite_unlocked)(buf, size, n, stream));
 }
 
 GAIA_EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *stream)

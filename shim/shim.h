@@ -3,6 +3,7 @@
 #ifndef GAIA_SHIM_H
 #define GAIA_SHIM_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -334,14 +335,20 @@ static inline bool io_gate_may_cover(const void *buf, size_t len)
 	return len && s < __atomic_load_n(&io_gate_hi, __ATOMIC_ACQUIRE) &&
 	       __atomic_load_n(&io_gate_lo, __ATOMIC_ACQUIRE) < e;
 }
-#define IO_GATED(buf, len, call)                                   \
-	(!fd_ident_any_managed() || !io_gate_may_cover((buf), (len)) ? (call) : ({ \
-		int gate_ = io_gate_enter((buf), (len));           \
-		__typeof__(call) r_ = (call);                      \
-		int e_ = errno;                                    \
-		io_gate_leave(gate_);                              \
-		errno = e_;                                        \
-		r_;                                                \
+/* The gate is left when the call returns, and when the thread is
+ * cancelled inside it (the shim is built with -fexceptions, so a
+ * cancellation's unwinding runs the cleanup): a slot left behind would
+ * hold every later move over that buffer forever. */
+static inline void io_gate_cleanup(int *slot)
+{
+	int e = errno;
+	io_gate_leave(*slot);
+	errno = e;
+}
+#define IO_GATED(buf, len, call)                                                     \
+	(!fd_ident_any_managed() || !io_gate_may_cover((buf), (len)) ? (call) : ({     \
+		__attribute__((cleanup(io_gate_cleanup))) int gate_ = io_gate_enter((buf), (len)); \
+		(call);                                                              \
 	}))
 /* What a managed mapping at addr was made from, to take over a remapped
  * range: a descriptor of its own (closed by mapping_origin_free). */
