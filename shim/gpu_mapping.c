@@ -270,12 +270,13 @@ static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
 	return (uintptr_t)addr < m->start + m->len && (uintptr_t)addr + len > m->start;
 }
 
-/* A few rounds: a launch in another thread between a wait and the look
- * after it makes another round. The last holds every new launch back
- * (draining, below) before it looks: its wait then covers every kernel,
- * and gpu_mapping_forget_locked finds the devices idle (all of them: a
- * launch elsewhere could give the mapping a replica on another device).
- * Rare: only when other threads' launches raced two waits. */
+/* The first look that finds a replica holds every new launch back
+ * (draining, below) until the caller has forgotten the mappings: the wait
+ * then covers every kernel, and gpu_mapping_forget_locked finds the
+ * devices idle (all of them: a launch elsewhere could give the mapping a
+ * replica on another device, and one between this function's return and
+ * the caller's lock would make the device busy again). The rounds bound
+ * the waits that failed. */
 #define QUIESCE_ROUNDS 3
 
 /* The quiesces holding new launches back (changed under mapping_lock,
@@ -355,9 +356,9 @@ unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 		for (const struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!overlaps(m, addr, len) || (read_only_only && (m->engine.flags & LRC_WRITABLE)))
 				continue;
-			if (round == QUIESCE_ROUNDS - 1 && !held && gpu_mapping_any_replica(m)) {
-				/* Launches kept coming: from now on new ones wait
-				 * for the caller to be done. */
+			if (!held && gpu_mapping_any_replica(m)) {
+				/* From now on new launches wait for the
+				 * caller to be done. */
 				drain_begin_locked();
 				held = 1;
 			}
