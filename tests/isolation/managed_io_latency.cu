@@ -19,22 +19,12 @@
 #include <pthread.h>
 
 #include "isolation.h"
+#include "slow_sum.h"
 
 #define A_BYTES (16u << 20)
 #define B_BYTES (1u << 20)
 #define KERNEL_NS 2000000000ll /* clock64() counts nanoseconds on the simulator */
 
-/* Block 0, thread 0 spins for `ns`; then out[0] = w[0] + w[1]. */
-__global__ void slow_sum(const unsigned *w, unsigned *out, long long ns)
-{
-	if (blockIdx.x == 0 && threadIdx.x == 0) {
-		long long t0 = clock64();
-		while (clock64() - t0 < ns)
-			;
-		out[0] = w[0] + w[1];
-	}
-}
-SIMGPU_KERNEL(slow_sum);
 
 /* o[p] = b[p * 4096 + 100] for each of n pages. */
 __global__ void gather_pages(const unsigned char *b, unsigned char *o, unsigned n)

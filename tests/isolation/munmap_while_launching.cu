@@ -23,6 +23,7 @@
 #include <pthread.h>
 
 #include "isolation.h"
+#include "slow_sum.h"
 
 #define NA 4 /* the A files */
 #define A_BYTES (1u << 20)
@@ -30,17 +31,6 @@
 #define D_BYTES (16u << 10)
 #define KERNEL_NS 1000000000ll /* clock64() counts nanoseconds on the simulator */
 
-/* Block 0, thread 0 spins for `ns`; then out[0] = w[0] + w[1]. */
-__global__ void slow_sum(const unsigned *w, unsigned *out, long long ns)
-{
-	if (blockIdx.x == 0 && threadIdx.x == 0) {
-		long long t0 = clock64();
-		while (clock64() - t0 < ns)
-			;
-		out[0] = w[0] + w[1];
-	}
-}
-SIMGPU_KERNEL(slow_sum);
 
 /* a[i] += 1 for each of n words. */
 __global__ void add_one(unsigned *a, unsigned n)
