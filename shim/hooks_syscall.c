@@ -308,28 +308,32 @@ static long route(long nr, const long *a)
  * buffer exists before its call, and a mapping is managed before mmap
  * returns, so a call whose buffer is in none has nothing a move could
  * take away. */
-#define SOCKET_GATED(buf, len, call) \
-	(mapping_overlaps((buf), (len) ? (len) : 1) ? IO_GATED((buf), (len), (call)) : (call))
+static inline bool buffer_in_mapping(const void *buf, size_t len)
+{
+	return fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len);
+}
+
+#define MAPPED_GATED(buf, len, call) (buffer_in_mapping((buf), (len)) ? IO_GATED((buf), (len), (call)) : (call))
 
 GAIA_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	return SOCKET_GATED(buf, len, REAL(send)(fd, buf, len, flags));
+	return MAPPED_GATED(buf, len, REAL(send)(fd, buf, len, flags));
 }
 
 GAIA_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
 			   socklen_t tolen)
 {
-	return SOCKET_GATED(buf, len, REAL(sendto)(fd, buf, len, flags, to, tolen));
+	return MAPPED_GATED(buf, len, REAL(sendto)(fd, buf, len, flags, to, tolen));
 }
 
 GAIA_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	return SOCKET_GATED(buf, len, REAL(recv)(fd, buf, len, flags));
+	return MAPPED_GATED(buf, len, REAL(recv)(fd, buf, len, flags));
 }
 
 GAIA_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
-	return SOCKET_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
+	return MAPPED_GATED(buf, len, REAL(recvfrom)(fd, buf, len, flags, from, fromlen));
 }
 
 /* _FORTIFY_SOURCE's checked forms of recv and recvfrom (hooks_read.c says
@@ -363,11 +367,6 @@ static size_t stdio_bytes(size_t size, size_t n)
 	return n && size > SIZE_MAX / n ? SIZE_MAX : size * n;
 }
 
-#define STDIO_GATED(buf, len, call)                                                            \
-	(fd_ident_any_managed() && io_gate_may_cover((buf), (len)) && mapping_overlaps((buf), (len)) \
-		 ? IO_GATED((buf), (len), (call))                                              \
-		 : (call))
-
 /* glibc's <stdio.h> makes these two macros in optimised code. */
 #undef fread_unlocked
 #undef fwrite_unlocked
@@ -394,7 +393,7 @@ static FILE *stream_lock(FILE *stream)
 GAIA_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *stream)
 {
 	size_t len = stdio_bytes(size, n);
-	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
+	if (!buffer_in_mapping(buf, len))
 		return REAL(fread)(buf, size, n, stream);
 	__attribute__((cleanup(stream_unlock))) FILE *locked = stream_lock(stream);
 	return IO_GATED(buf, len, REAL(fread_unlocked)(buf, size, n, stream));
@@ -402,13 +401,13 @@ GAIA_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *stream)
 
 GAIA_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *stream)
 {
-	return STDIO_GATED(buf, stdio_bytes(size, n), REAL(fread_unlocked)(buf, size, n, stream));
+	return MAPPED_GATED(buf, stdio_bytes(size, n), REAL(fread_unlocked)(buf, size, n, stream));
 }
 
 GAIA_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *stream)
 {
 	size_t len = stdio_bytes(size, n);
-	if (!(fd_ident_any_managed() && io_gate_may_cover(buf, len) && mapping_overlaps(buf, len)))
+	if (!buffer_in_mapping(buf, len))
 		return REAL(fwrite)(buf, size, n, stream);
 	__attribute__((cleanup(stream_unlock))) FILE *locked = stream_lock(stream);
 	return IO_GATED(buf, len, REAL(fwrite_unlocked)(buf, size, n, stream));
@@ -416,7 +415,7 @@ GAIA_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *stream)
 
 GAIA_EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *stream)
 {
-	return STDIO_GATED(buf, stdio_bytes(size, n), REAL(fwrite_unlocked)(buf, size, n, stream));
+	return MAPPED_GATED(buf, stdio_bytes(size, n), REAL(fwrite_unlocked)(buf, size, n, stream));
 }
 
 /* The checked forms (hooks_read.c): libc's checks, then the hooks above. */
