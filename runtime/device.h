@@ -54,6 +54,16 @@ struct device_ops {
 	 * is replaced by compare-and-swap), so a launch need not wait for the
 	 * kernels before it. */
 	int (*rebase)(void *replica, uint64_t first, uint64_t npages, const void *cpu);
+	/* Optional (NULL, or -errno at run time: the diff compares when it
+	 * runs). Queues the comparison of pages [first, first+npages) and
+	 * returns without waiting for it: a host syncing while the program's
+	 * kernels fill the device waits for the comparison without its lock.
+	 * Only device_exec_run_diffs takes the answer (the pages as they were
+	 * when the comparison ran); diff_drop forgets answers not taken. */
+	int (*diff_start)(void *replica, uint64_t first, uint64_t npages);
+	/* Forgets every answer diff_start queued (waiting for those still
+	 * being computed). Required with diff_start. */
+	void (*diff_drop)(void *replica);
 };
 
 /* A protect record per (device, page), kept sorted by page: records are
@@ -101,6 +111,7 @@ struct device_exec {
 	/* what moved, for the caller's accounting */
 	uint64_t uploaded_pages, upload_transfers, downloaded_pages, merged_pages, merged_bytes;
 	uint64_t conflict_bytes; /* lrc_page_conflicts over every merge */
+	bool take_started;       /* in device_exec_run_diffs */
 };
 
 #define DEVICE_STAGING_PAGES 1024u
@@ -114,6 +125,18 @@ struct device_exec {
  * -errno (the first failure that remained; later actions are still
  * attempted so no device is left with half an epoch). */
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
+
+/* Queues the comparisons of the plan's LRC_DIFF actions (ops->diff_start,
+ * where there is one) and resets the plan: the host then waits for them
+ * without its lock, and device_exec_run_diffs of the same actions takes
+ * their answers. */
+void device_exec_start_diffs(struct device_exec *x, struct lrc_plan *plan);
+
+/* device_exec_run, where each LRC_DIFF takes the answer device_exec_start_diffs
+ * queued for exactly its pages (else compares then); answers not taken are
+ * dropped. device_exec_run drops every queued answer before its first diff
+ * of a device: an answer never reaches another release than its own. */
+int device_exec_run_diffs(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
 
 /* Forgets every protect record of device d (its replica went away). */
 void device_exec_forget(struct device_exec *x, int d);

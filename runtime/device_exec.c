@@ -399,11 +399,11 @@ static int run_action(struct device_exec *x, struct lrc_region *engine, const st
  * DEVICE_STAGING_PAGES with its byte mask, in one download each however
  * scattered the pages are. The mask stands for the base: a base equal to
  * the device's page except, flipped, in the changed bytes gives the merge
- * rule exactly those bytes. -ENOTSUP: the backend cannot. */
+ * rule exactly those bytes. -ENOTSUP: the backend cannot. Never a
+ * snapshot release's merges (device_exec_run). */
 static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, size_t count)
 {
 	int d = acts[0].dev;
-	bool commit = acts[0].other == LRC_MERGE_COMMITS;
 	if (!x->ops->fetch_changes || !x->replica[d])
 		return -ENOTSUP;
 	/* A few runs come down as well in two transfers each, without the
@@ -467,15 +467,10 @@ static int merge_gathered(struct device_exec *x, const struct lrc_action *acts, 
 			x->merged_bytes += bytes;
 			x->merged_pages += bytes != 0;
 		}
-		/* The shim stored into these pages: tell the caller, in runs;
-		 * a snapshot release makes their bytes the base, in runs too. */
-		for (uint64_t i = 0, run = 0; i < n; i++) {
+		/* The shim stored into these pages: tell the caller, in runs. */
+		for (uint64_t i = 0, run = 0; x->stored && i < n; i++) {
 			if (i + 1 == n || x->page_list[i + 1] != x->page_list[i] + 1) {
-				if (x->stored)
-					x->stored(x->arg, x->page_list[run], i + 1 - run);
-				if (commit && (rc = commit_merged(x, d, x->page_list[run], i + 1 - run,
-								  dev + run * PG)))
-					return rc;
+				x->stored(x->arg, x->page_list[run], i + 1 - run);
 				run = i + 1;
 			}
 		}
@@ -543,14 +538,59 @@ static int commit_around(struct device_exec *x, struct lrc_region *engine, const
  * every page of its range as changed, so the merge compares them all; a
  * gather that fails gives way to page-by-page merges; a merge that still
  * fails holds back its pages' commits (failed_merges) and is reported. */
+/* The answers diff_start queued for device d: dropped before a run's
+ * first diff there unless the run takes them, and after it in any case. */
+static void drop_started(struct device_exec *x, int d)
+{
+	if (x->ops->diff_start && x->ops->diff_drop && x->replica[d])
+		x->ops->diff_drop(x->replica[d]);
+}
+
+void device_exec_start_diffs(struct device_exec *x, struct lrc_plan *plan)
+{
+	bool dropped[TSVT_MAX_DEVICES] = {false};
+	for (size_t i = 0; x->ops->diff_start && i < plan->count; i++) {
+		const struct lrc_action *a = &plan->items[i];
+		if (a->kind != LRC_DIFF || a->dev >= TSVT_MAX_DEVICES || !x->replica[a->dev])
+			continue;
+		/* Answers of an earlier sync that its release never took are
+		 * no answers for this one. */
+		if (!dropped[a->dev]) {
+			drop_started(x, a->dev);
+			dropped[a->dev] = true;
+		}
+		/* One that is not queued compares when the release runs. */
+		(void)x->ops->diff_start(x->replica[a->dev], a->first, a->npages);
+	}
+	lrc_plan_reset(plan);
+}
+
+int device_exec_run_diffs(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
+{
+	x->take_started = true;
+	int rc = device_exec_run(x, engine, plan);
+	x->take_started = false;
+	return rc;
+}
+
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
 {
 	int first_rc = 0;
 	bool gather_failed = false;
 	struct failed_merges failed = {0};
+	bool diffed[TSVT_MAX_DEVICES] = {false};
 	for (size_t i = 0; i < plan->count; i++) {
 		const struct lrc_action *act = &plan->items[i];
-		if (act->kind == LRC_MERGE_TO_CPU && !gather_failed) {
+		if (act->kind == LRC_DIFF && act->dev < TSVT_MAX_DEVICES && !diffed[act->dev]) {
+			diffed[act->dev] = true;
+			if (!x->take_started)
+				drop_started(x, act->dev);
+		}
+		/* A snapshot release's merges come down as replica and base, by
+		 * copies: the gather is a kernel, and the program's kernels
+		 * still running may leave it no room on the device (the host
+		 * holds its lock here). */
+		if (act->kind == LRC_MERGE_TO_CPU && !gather_failed && act->other != LRC_MERGE_COMMITS) {
 			size_t j = i + 1;
 			while (j < plan->count && plan->items[j].kind == LRC_MERGE_TO_CPU &&
 			       plan->items[j].dev == act->dev && plan->items[j].other == act->other)
@@ -582,6 +622,9 @@ int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+		if (diffed[d])
+			drop_started(x, d);
 	lrc_plan_reset(plan);
 	return first_rc;
 }

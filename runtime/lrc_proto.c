@@ -158,7 +158,7 @@ again:
 	return failed;
 }
 
-int lrc_proto_release(const struct lrc_host *h, void *region, int dev, bool snapshot)
+static int release_region(const struct lrc_host *h, void *region, int dev, bool snapshot, enum lrc_run diff_run)
 {
 	struct lrc_region *e = h->engine(region);
 	struct lrc_plan *plan = h->plan(region);
@@ -166,12 +166,40 @@ int lrc_proto_release(const struct lrc_host *h, void *region, int dev, bool snap
 		return -EAGAIN;
 	/* The executor takes a page it could not compare as written. */
 	int rc = lrc_sync_diff(e, dev, plan);
-	(void)h->run_plan(region, dev, LRC_RUN_DIFF);
+	(void)h->run_plan(region, dev, diff_run);
 	if (!rc)
 		rc = snapshot ? lrc_sync_snapshot(e, dev, plan) : lrc_sync(e, dev, plan);
 	int moved = h->run_plan(region, dev, LRC_RUN_RELEASE);
 	h->released(h->ctx, region, dev, rc, moved);
 	return rc ? rc : moved;
+}
+
+int lrc_proto_release(const struct lrc_host *h, void *region, int dev, bool snapshot)
+{
+	return release_region(h, region, dev, snapshot, LRC_RUN_DIFF);
+}
+
+/* Whether the sync releases region on dev (lock held). */
+static bool releases(const struct lrc_host *h, void *region, int dev)
+{
+	return h->holds(region, dev) && h->engine(region)->epoch_open[dev];
+}
+
+/* The sync's comparisons, queued (lock held): true when any region has
+ * some to wait for. */
+static bool start_diffs(const struct lrc_host *h, int dev, bool snapshot)
+{
+	bool any = false;
+	for (void *r = h->next(h->ctx, NULL); r; r = h->next(h->ctx, r)) {
+		struct lrc_region *e = h->engine(r);
+		if (!releases(h, r, dev) || (snapshot && !lrc_snapshot_possible(e, dev)))
+			continue;
+		struct lrc_plan *plan = h->plan(r);
+		(void)lrc_sync_diff(e, dev, plan); /* a diff not queued compares later */
+		any |= plan->count != 0;
+		(void)h->run_plan(r, dev, LRC_RUN_DIFF_START);
+	}
+	return any;
 }
 
 int lrc_proto_sync(const struct lrc_host *h, struct lrc_devices *ds, int dev, bool snapshot)
@@ -180,11 +208,18 @@ int lrc_proto_sync(const struct lrc_host *h, struct lrc_devices *ds, int dev, bo
 		return -ENODEV;
 	int first = 0;
 	bool refused = false, released = false;
+	enum lrc_run diff_run = LRC_RUN_DIFF;
 	h->lock(h->ctx);
+	if (h->await_diffs && start_diffs(h, dev, snapshot)) {
+		h->unlock(h->ctx);
+		h->await_diffs(h->ctx, dev);
+		h->lock(h->ctx);
+		diff_run = LRC_RUN_DIFF_STARTED;
+	}
 	for (void *r = h->next(h->ctx, NULL); r; r = h->next(h->ctx, r)) {
-		if (!h->holds(r, dev) || !h->engine(r)->epoch_open[dev])
+		if (!releases(h, r, dev))
 			continue;
-		int rc = lrc_proto_release(h, r, dev, snapshot);
+		int rc = release_region(h, r, dev, snapshot, diff_run);
 		released |= rc != -EAGAIN;
 		if (rc == -EAGAIN && snapshot) {
 			refused = true;

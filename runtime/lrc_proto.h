@@ -15,8 +15,10 @@
  *     plan (CPU release + d's acquire), carry the plan out; a region whose
  *     plan could not be carried out refuses the launch, and d forgets it
  *     when it held no unreleased writes there. d is busy after.
- *   sync on d: per region with d's epoch open: the diff plan, carried
- *     out; d's release (full, or a snapshot while kernels still run),
+ *   sync on d: per region with d's epoch open: the diff plan, queued on
+ *     the device; then, waited for without the lock, per region with d's
+ *     epoch open still: the diff plan, carried out with the queued
+ *     answers; d's release (full, or a snapshot while kernels still run),
  *     carried out. A full sync leaves d idle.
  *
  * The caller serializes launches and syncs (no kernel starts while one
@@ -26,8 +28,8 @@
  *
  * The host adapts: it owns the regions, moves the bytes (its run_plan is
  * the executor, runtime/device.h), talks to the driver, keeps statistics
- * and logs. Every callback but wait_device and settle is called with the
- * lock held. */
+ * and logs. Every callback but wait_device, settle and await_diffs is
+ * called with the lock held. */
 #ifndef GAIA_LRC_PROTO_H
 #define GAIA_LRC_PROTO_H
 
@@ -53,6 +55,12 @@ enum lrc_wait {
 enum lrc_run {
 	LRC_RUN_LAUNCH,  /* a launch's CPU release + device acquire */
 	LRC_RUN_DIFF,    /* the first half of a device release */
+	/* A sync's comparisons, queued (device_exec_start_diffs) before the
+	 * lock is dropped to wait for them (await_diffs)... */
+	LRC_RUN_DIFF_START,
+	/* ...and the first half of that sync's release, which takes their
+	 * answers (device_exec_run_diffs). */
+	LRC_RUN_DIFF_STARTED,
 	LRC_RUN_RELEASE, /* the second half */
 	LRC_RUN_FORGET,  /* the device forgets the region */
 };
@@ -98,6 +106,13 @@ struct lrc_host {
 	 * ran (rebased_name: the first) or a sync that released some: waits
 	 * for the host's own queued work. 0 or -errno. */
 	int (*settle)(void *ctx, int dev, const char *rebased_name);
+	/* Optional. Without the lock: waits for the comparisons the sync's
+	 * LRC_RUN_DIFF_START runs queued on dev. They are kernels of the
+	 * host's, which the program's kernels still running may leave no
+	 * room for until they end; waiting under the lock would hold up
+	 * every thread that maps, unmaps or reads a managed file. NULL: a
+	 * sync compares with the lock held. */
+	void (*await_diffs)(void *ctx, int dev);
 };
 
 /* Per device: whether kernels may still run there (launched since the last
@@ -118,7 +133,10 @@ int lrc_proto_launch(const struct lrc_host *h, struct lrc_devices *ds, int dev);
 
 /* A host sync on dev: either every kernel launched there since its last
  * release has finished (the caller made sure), or, snapshot, some may
- * still run. 0; -EAGAIN when a snapshot was refused for some region (the
+ * still run. The comparisons of d's pages with their bases are queued
+ * first and waited for without the lock (await_diffs); the regions are
+ * then looked at again: one unmapped meanwhile is not released, and a
+ * release whose pages changed takes no queued answer but compares anew. 0; -EAGAIN when a snapshot was refused for some region (the
  * caller waits for the kernels, then syncs in full); or the first -errno
  * of a region whose changes could not reach the CPU. */
 int lrc_proto_sync(const struct lrc_host *h, struct lrc_devices *ds, int dev, bool snapshot);

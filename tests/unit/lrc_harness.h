@@ -6,6 +6,7 @@
 #ifndef GAIA_TEST_LRC_HARNESS_H
 #define GAIA_TEST_LRC_HARNESS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +48,13 @@ struct harness {
 	struct harness_dev {
 		struct harness *h;
 		int d;
+		/* comparisons queued by diff_start, their answers as at the
+		 * start, and how many a diff took */
+		struct {
+			uint64_t first, n;
+			bool changed[MAX_PAGES];
+		} started[MAX_PAGES];
+		unsigned nstarted, taken;
 	} xdev[NDEV];
 };
 
@@ -98,6 +106,17 @@ static int hx_diff(void *rep, uint64_t first, uint64_t n, void (*changed)(uint64
 		   void *arg)
 {
 	struct harness_dev *v = rep;
+	/* As the CUDA backend: the answer queued for exactly these pages. */
+	for (unsigned i = 0; i < v->nstarted; i++) {
+		if (v->started[i].first != first || v->started[i].n != n)
+			continue;
+		for (uint64_t p = first; p < first + n; p++)
+			if (v->started[i].changed[p])
+				changed(p, 1, arg);
+		v->started[i] = v->started[--v->nstarted];
+		v->taken++;
+		return 0;
+	}
 	for (uint64_t p = first; p < first + n; p++)
 		if (merge_page_differs(v->h->dev[v->d] + p * PG, v->h->base[v->d] + p * PG))
 			changed(p, 1, arg);
@@ -131,12 +150,45 @@ static int hx_rebase(void *rep, uint64_t first, uint64_t n, const void *cpu)
 	return 0;
 }
 
-static const struct device_ops harness_exec_ops = {hx_upload, hx_download, hx_commit, hx_diff, NULL,
-						   NULL};
+static int hx_diff_start(void *rep, uint64_t first, uint64_t n)
+{
+	struct harness_dev *v = rep;
+	if (v->nstarted == MAX_PAGES)
+		return -ENOSPC;
+	v->started[v->nstarted].first = first;
+	v->started[v->nstarted].n = n;
+	for (uint64_t p = first; p < first + n; p++)
+		v->started[v->nstarted].changed[p] =
+			merge_page_differs(v->h->dev[v->d] + p * PG, v->h->base[v->d] + p * PG);
+	v->nstarted++;
+	return 0;
+}
+
+static void hx_diff_drop(void *rep)
+{
+	((struct harness_dev *)rep)->nstarted = 0;
+}
+
+static const struct device_ops harness_exec_ops = {
+	.upload = hx_upload,
+	.download = hx_download,
+	.commit = hx_commit,
+	.diff = hx_diff,
+	.diff_start = hx_diff_start,
+	.diff_drop = hx_diff_drop,
+};
 /* (GATHER: the device does what it can: diffs come down as masks, rebases
  * run there.) */
-static const struct device_ops harness_exec_gather_ops = {hx_upload, hx_download, hx_commit, hx_diff,
-							  hx_fetch_changes, hx_rebase};
+static const struct device_ops harness_exec_gather_ops = {
+	.upload = hx_upload,
+	.download = hx_download,
+	.commit = hx_commit,
+	.diff = hx_diff,
+	.fetch_changes = hx_fetch_changes,
+	.rebase = hx_rebase,
+	.diff_start = hx_diff_start,
+	.diff_drop = hx_diff_drop,
+};
 
 static void hx_publish(void *arg, uint64_t first, uint64_t n)
 {
@@ -145,12 +197,15 @@ static void hx_publish(void *arg, uint64_t first, uint64_t n)
 		h->published[p]++;
 }
 
-/* Moves the bytes exactly as the plan says. */
-static inline void run_plan(struct harness *h)
+/* Moves the bytes exactly as the plan says (take_started: a sync's diff
+ * plan, taking the answers queued before its wait). */
+static inline void run_plan_as(struct harness *h, bool take_started)
 {
 	if (h->exec_mode != HARNESS_BYTES) {
 		uint64_t merged = h->x.merged_bytes;
-		assert_int_equal(device_exec_run(&h->x, &h->region, &h->plan), 0);
+		assert_int_equal(take_started ? device_exec_run_diffs(&h->x, &h->region, &h->plan)
+					      : device_exec_run(&h->x, &h->region, &h->plan),
+				 0);
 		h->stats_merged_bytes += h->x.merged_bytes - merged;
 		return;
 	}
@@ -209,6 +264,11 @@ static inline void run_plan(struct harness *h)
 	lrc_plan_reset(&h->plan);
 }
 
+static inline void run_plan(struct harness *h)
+{
+	run_plan_as(h, false);
+}
+
 static inline void harness_open(struct harness *h)
 {
 	assert_int_equal(lrc_region_init(&h->region, h->npages, h->flags), 0);
@@ -231,7 +291,7 @@ static inline void harness_open(struct harness *h)
 		h->x.publish = hx_publish;
 		h->x.arg = h;
 		for (int d = 0; d < NDEV; d++) {
-			h->xdev[d] = (struct harness_dev){h, d};
+			h->xdev[d] = (struct harness_dev){.h = h, .d = d};
 			h->x.replica[d] = &h->xdev[d];
 		}
 	}

@@ -52,7 +52,13 @@ static bool fail_now(int *remaining)
 
 struct fake_replica {
 	uint8_t dev[NPAGES * PG], base[NPAGES * PG];
-	uint64_t uploaded_pages, downloaded_pages, diffed_pages;
+	uint64_t uploaded_pages, downloaded_pages, diffed_pages, fetches;
+	/* comparisons queued by diff_start: their answers, as at the start */
+	struct {
+		uint64_t first, n;
+		bool changed[NPAGES];
+	} started[4];
+	unsigned nstarted, taken;
 };
 
 static int fake_upload(void *rep, unsigned to, uint64_t first, uint64_t n, const void *src)
@@ -89,11 +95,40 @@ static int fake_diff(void *rep, uint64_t first, uint64_t n,
 	struct fake_replica *r = rep;
 	if (fail_now(&fail_diff))
 		return -EIO;
+	/* As the CUDA backend: the answer queued for exactly these pages. */
+	for (unsigned i = 0; i < r->nstarted; i++) {
+		if (r->started[i].first != first || r->started[i].n != n)
+			continue;
+		for (uint64_t p = first; p < first + n; p++)
+			if (r->started[i].changed[p])
+				changed(p, 1, arg);
+		r->started[i] = r->started[--r->nstarted];
+		r->taken++;
+		return 0;
+	}
 	r->diffed_pages += n;
 	for (uint64_t p = first; p < first + n; p++)
 		if (memcmp(r->dev + p * PG, r->base + p * PG, PG))
 			changed(p, 1, arg);
 	return 0;
+}
+
+static int fake_diff_start(void *rep, uint64_t first, uint64_t n)
+{
+	struct fake_replica *r = rep;
+	if (r->nstarted == sizeof(r->started) / sizeof(r->started[0]))
+		return -ENOSPC;
+	r->started[r->nstarted].first = first;
+	r->started[r->nstarted].n = n;
+	for (uint64_t p = first; p < first + n; p++)
+		r->started[r->nstarted].changed[p] = memcmp(r->dev + p * PG, r->base + p * PG, PG) != 0;
+	r->nstarted++;
+	return 0;
+}
+
+static void fake_diff_drop(void *rep)
+{
+	((struct fake_replica *)rep)->nstarted = 0;
 }
 
 static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void *dev_out,
@@ -102,6 +137,7 @@ static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void
 	struct fake_replica *r = rep;
 	if (fail_now(&fail_fetch))
 		return -EIO;
+	r->fetches++;
 	for (uint64_t i = 0; i < n; i++) {
 		const uint8_t *d = r->dev + pages[i] * PG, *b = r->base + pages[i] * PG;
 		memcpy((uint8_t *)dev_out + i * PG, d, PG);
@@ -117,10 +153,23 @@ static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void
 
 /* Both ways of bringing a sync's changes down: replica and base pages, or
  * (scattered pages) gathered with their masks. */
-static const struct device_ops fake_ops = {fake_upload, fake_download, fake_commit, fake_diff, NULL,
-					   NULL};
-static const struct device_ops fake_ops_gather = {fake_upload, fake_download, fake_commit, fake_diff,
-						  fake_fetch_changes, NULL};
+static const struct device_ops fake_ops = {
+	.upload = fake_upload,
+	.download = fake_download,
+	.commit = fake_commit,
+	.diff = fake_diff,
+	.diff_start = fake_diff_start,
+	.diff_drop = fake_diff_drop,
+};
+static const struct device_ops fake_ops_gather = {
+	.upload = fake_upload,
+	.download = fake_download,
+	.commit = fake_commit,
+	.diff = fake_diff,
+	.fetch_changes = fake_fetch_changes,
+	.diff_start = fake_diff_start,
+	.diff_drop = fake_diff_drop,
+};
 static bool gather;
 
 struct world {
@@ -153,8 +202,11 @@ static struct world *world_new(void)
 	w->x.replica[0] = &w->rep[0];
 	w->x.replica[1] = &w->rep[1];
 	memset(w->rep, 0xa5, sizeof(w->rep)); /* device memory starts as garbage */
-	for (int d = 0; d < 2; d++)
+	for (int d = 0; d < 2; d++) {
 		w->rep[d].uploaded_pages = w->rep[d].downloaded_pages = w->rep[d].diffed_pages = 0;
+		w->rep[d].fetches = 0;
+		w->rep[d].nstarted = w->rep[d].taken = 0;
+	}
 	return w;
 }
 
@@ -415,6 +467,101 @@ static void test_device_rebase_keeps_stores_of_a_running_kernel(void **state)
 			 lost, hidden);
 }
 
+/* A sync queues its comparisons, waits without the lock, then releases
+ * (lrc_proto_sync): the release takes the answers, the pages as they were
+ * when the comparison ran. In a snapshot release, what a running kernel
+ * writes after that stays a change against the base: the next sync finds
+ * it. The merge comes down by copies, never gathered (a kernel, which the
+ * running ones may leave no room for). */
+static void test_a_snapshot_takes_the_queued_comparison(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	for (int p = 0; p < NPAGES; p += 2) /* scattered: a full sync would gather them */
+		w->rep[0].dev[p * PG + 3] = (uint8_t)(0x10 * p + 1);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	device_exec_start_diffs(&w->x, &w->plan);
+	assert_int_equal(w->plan.count, 0);
+	assert_int_equal(w->rep[0].nstarted, 1);
+	w->rep[0].dev[5 * PG + 3] = 0x51; /* a running kernel, after the comparison */
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run_diffs(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->rep[0].taken, 1);
+	assert_int_equal(w->rep[0].diffed_pages, 0);
+	assert_int_equal(lrc_sync_snapshot(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->rep[0].fetches, 0);
+	for (int p = 0; p < NPAGES; p += 2)
+		assert_int_equal(w->cpu[p * PG + 3], 0x10 * p + 1);
+	assert_int_equal(w->cpu[5 * PG + 3], 0); /* not compared yet */
+	sync_dev(w, 0);
+	assert_int_equal(w->cpu[5 * PG + 3], 0x51);
+	for (int p = 0; p < NPAGES; p += 2)
+		assert_int_equal(w->cpu[p * PG + 3], 0x10 * p + 1);
+	world_free(w);
+}
+
+/* Answers queued for one sync never serve another release (a munmap's
+ * own, device_exec_run): that one compares anew, and sees what the
+ * kernels wrote since. */
+static void test_a_queued_answer_never_serves_another_release(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	w->rep[0].dev[1 * PG] = 0x11;
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	device_exec_start_diffs(&w->x, &w->plan);
+	w->rep[0].dev[4 * PG] = 0x44;
+	sync_dev(w, 0);
+	assert_int_equal(w->rep[0].taken, 0);
+	assert_int_equal(w->rep[0].nstarted, 0);
+	assert_int_equal(w->cpu[1 * PG], 0x11);
+	assert_int_equal(w->cpu[4 * PG], 0x44);
+	/* And one the sync did not take is gone after it. */
+	launch(w, 0);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	device_exec_start_diffs(&w->x, &w->plan);
+	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(lrc_sync_diff(&w->engine, 1, &w->plan), 0); /* device 1: nothing open */
+	assert_int_equal(device_exec_run_diffs(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	w->engine.tsvt.dev[0].held.items[0].end--; /* the held pages changed meanwhile */
+	lrc_plan_reset(&w->plan);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run_diffs(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->rep[0].taken, 0);
+	assert_int_equal(w->rep[0].nstarted, 0);
+	world_free(w);
+}
+
+/* A sync whose release never took its answers (the region's epoch was
+ * closed meanwhile) leaves none for the next sync: that one queues its
+ * own, as the pages are now. */
+static void test_a_later_sync_never_takes_an_earlier_ones_answer(void **state)
+{
+	(void)state;
+	struct world *w = world_new();
+	launch(w, 0);
+	w->rep[0].dev[3 * PG] = 0x31;
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	device_exec_start_diffs(&w->x, &w->plan);
+	w->rep[0].dev[6 * PG] = 0x61; /* after the first sync's comparison */
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	device_exec_start_diffs(&w->x, &w->plan);
+	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run_diffs(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->rep[0].taken, 1);
+	assert_int_equal(lrc_sync(&w->engine, 0, &w->plan), 0);
+	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
+	assert_int_equal(w->cpu[3 * PG], 0x31);
+	assert_int_equal(w->cpu[6 * PG], 0x61);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,6 +577,9 @@ int main(void)
 		cmocka_unit_test(test_a_diff_that_keeps_failing_compares_every_page),
 		cmocka_unit_test(test_a_failed_merge_comes_down_at_the_next_sync),
 		cmocka_unit_test(test_device_rebase_keeps_stores_of_a_running_kernel),
+		cmocka_unit_test(test_a_snapshot_takes_the_queued_comparison),
+		cmocka_unit_test(test_a_queued_answer_never_serves_another_release),
+		cmocka_unit_test(test_a_later_sync_never_takes_an_earlier_ones_answer),
 	};
 	int failed = cmocka_run_group_tests_name("replica and base downloaded", tests, NULL, NULL);
 	gather = true;

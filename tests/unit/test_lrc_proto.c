@@ -29,6 +29,7 @@ struct fake_region {
 	int fail_launch_runs; /* this many launch plans fail (-EIO) */
 	unsigned launch_runs, fail_run_no; /* launch plans carried out; the one (1-based) that fails */
 	unsigned launched, released, learned;
+	unsigned diff_starts, diff_runs_started; /* LRC_RUN_DIFF_START, _STARTED runs */
 	uint64_t uploaded; /* pages of UPLOAD actions carried out or failed */
 };
 
@@ -40,6 +41,12 @@ struct fake {
 	int lie;             /* needs_idle answers "no" this many times first */
 	bool rebase_on_device; /* needs_idle: a rebase keeps running kernels' stores */
 	int unmap_during_wait; /* region index removed while the launch waits, or -1 */
+	int unmap_during_diffs; /* region index removed while a sync awaits its diffs, or -1 */
+	unsigned awaits;       /* await_diffs calls */
+	/* A kernel still running stores this byte (at kernel_at, in region 0
+	 * on device 0) while the sync awaits its comparisons: 0, none. */
+	uint8_t kernel_byte;
+	uint32_t kernel_at;
 	bool creating_waits;   /* making a replica would wait for the device */
 	enum lrc_wait last_why;
 	bool created_busy;     /* a replica was made while the device was busy */
@@ -154,6 +161,18 @@ static int f_run_plan(void *region, int dev, enum lrc_run why)
 			r->uploaded += r->h->plan.items[i].npages;
 	if (why == LRC_RUN_LAUNCH)
 		r->launch_runs++;
+	if (why == LRC_RUN_DIFF_START) {
+		r->diff_starts++;
+		if (r->h->exec_mode != HARNESS_BYTES)
+			device_exec_start_diffs(&r->h->x, &r->h->plan);
+		lrc_plan_reset(&r->h->plan);
+		return 0;
+	}
+	if (why == LRC_RUN_DIFF_STARTED) {
+		r->diff_runs_started++;
+		run_plan_as(r->h, true);
+		return 0;
+	}
 	if (why == LRC_RUN_LAUNCH && (r->fail_launch_runs > 0 || r->launch_runs == r->fail_run_no)) {
 		if (r->fail_launch_runs > 0)
 			r->fail_launch_runs--;
@@ -219,6 +238,22 @@ static int f_settle(void *ctx, int dev, const char *rebased)
 	return 0;
 }
 
+static void f_await_diffs(void *ctx, int dev)
+{
+	struct fake *f = ctx;
+	assert_false(f->locked); /* the point: never with the lock held */
+	f->awaits++;
+	if (f->kernel_byte)
+		f->r[0].h->dev[dev][f->kernel_at] = f->kernel_byte;
+	if (f->unmap_during_diffs >= 0) {
+		struct fake_region *r = &f->r[f->unmap_during_diffs];
+		r->present = false;
+		free(r->name);
+		r->name = NULL;
+		f->unmap_during_diffs = -1;
+	}
+}
+
 static const struct lrc_host host_template = {
 	.lock = f_lock,
 	.unlock = f_unlock,
@@ -238,6 +273,7 @@ static const struct lrc_host host_template = {
 	.launched = f_launched,
 	.released = f_released,
 	.settle = f_settle,
+	.await_diffs = f_await_diffs,
 };
 
 struct world {
@@ -281,6 +317,7 @@ static struct world *world_new(int nregions, unsigned flags)
 	w->host = host_template;
 	w->host.ctx = &w->f;
 	w->f.unmap_during_wait = -1;
+	w->f.unmap_during_diffs = -1;
 	w->f.devs = &w->devs;
 	fake_of = &w->f;
 	for (int i = 0; i < nregions; i++)
@@ -535,6 +572,60 @@ static void test_rebase_while_kernels_run_settles_after_the_lock(void **state)
 	world_free(w);
 }
 
+/* A sync queues its comparisons under the lock and waits for them without
+ * it (they may find no room next to the program's kernels); each region
+ * is looked at again after: one unmapped meanwhile is not released, the
+ * others take their queued answers. A snapshot's later stores of a kernel
+ * still running come at the next sync. */
+static void test_sync_waits_for_its_comparisons_unlocked(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_WRITABLE | LRC_SHARED);
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	w->f.r[0].h->dev[0][PG + 1] = 0x41;
+	w->f.r[1].h->dev[0][PG + 2] = 0x42;
+	w->f.unmap_during_diffs = 1;
+	w->f.kernel_byte = 0x43;
+	w->f.kernel_at = 3 * PG + 3;
+	uint8_t before = w->f.r[0].h->file[3 * PG + 3];
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, true), 0);
+	assert_int_equal(w->f.awaits, 1);
+	assert_false(w->f.locked);
+	assert_int_equal(w->f.r[0].diff_starts, 1);
+	assert_int_equal(w->f.r[1].diff_starts, 1);
+	assert_int_equal(w->f.r[0].diff_runs_started, 1);
+	assert_int_equal(w->f.r[0].h->xdev[0].taken, 1);
+	assert_int_equal(w->f.r[0].released, 1);
+	assert_int_equal(w->f.r[1].released, 0); /* unmapped during the wait */
+	assert_int_equal(w->f.r[0].h->file[PG + 1], 0x41);
+	assert_int_equal(w->f.r[0].h->file[3 * PG + 3], before); /* stored after the comparison */
+	w->f.kernel_byte = 0;
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, false), 0);
+	assert_int_equal(w->f.r[0].h->file[3 * PG + 3], 0x43);
+	assert_int_equal(w->f.awaits, 2);
+	assert_false(w->f.r[0].h->region.epoch_open[0]);
+	/* Nothing to compare: no wait. */
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, false), 0);
+	assert_int_equal(w->f.awaits, 2);
+	world_free(w);
+}
+
+/* A host without await_diffs compares under the lock, as a region's own
+ * release (lrc_proto_release) always does. */
+static void test_sync_without_await_diffs_compares_in_the_release(void **state)
+{
+	(void)state;
+	struct world *w = world_new(1, LRC_WRITABLE | LRC_SHARED);
+	w->host.await_diffs = NULL;
+	assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+	w->f.r[0].h->dev[0][5] = 0x55;
+	assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, false), 0);
+	assert_int_equal(w->f.r[0].diff_starts, 0);
+	assert_int_equal(w->f.r[0].diff_runs_started, 0);
+	assert_int_equal(w->f.r[0].h->file[5], 0x55);
+	world_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +639,8 @@ int main(void)
 		cmocka_unit_test(test_a_failed_upload_refuses_and_the_device_forgets),
 		cmocka_unit_test(test_sync_releases_device_writes_and_settles_unlocked),
 		cmocka_unit_test(test_rebase_while_kernels_run_settles_after_the_lock),
+		cmocka_unit_test(test_sync_waits_for_its_comparisons_unlocked),
+		cmocka_unit_test(test_sync_without_await_diffs_compares_in_the_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
