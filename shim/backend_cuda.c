@@ -155,6 +155,13 @@ int cuda_synchronize(void)
 static struct {
 	CUcontext ctx;
 	CUstream stream;
+	/* The diff stream: a sync's comparisons queued ahead (diff_start),
+	 * after the shim's stream by `order`. Apart, so that the shim's
+	 * copies, which other threads make under the mapping lock, never
+	 * queue behind a comparison that waits for room on the device. */
+	CUstream diff;
+	CUevent order;
+	bool diff_queued; /* since the last cuda_diffs_wait */
 } shim_streams[SHIM_STREAMS];
 static unsigned nshim_streams;
 static pthread_mutex_t shim_streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,9 +180,55 @@ CUstream cuda_shim_stream(void)
 			s = shim_streams[i].stream;
 	if (!s && nshim_streams < SHIM_STREAMS &&
 	    !CU_CHECK(drv.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate (the shim's stream)"))
-		shim_streams[nshim_streams++] = (typeof(shim_streams[0])){ctx, s};
+		shim_streams[nshim_streams++] = (typeof(shim_streams[0])){.ctx = ctx, .stream = s};
 	pthread_mutex_unlock(&shim_streams_lock);
 	return s;
+}
+
+/* The current context's entry in shim_streams with its diff stream and
+ * event made, or -1. */
+static int diff_side(void)
+{
+	CUcontext ctx = NULL;
+	if (!cuda_shim_stream() || !drv.event_create || !drv.event_record || !drv.stream_wait_event ||
+	    CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (the diff stream)") || !ctx)
+		return -1;
+	int found = -1;
+	pthread_mutex_lock(&shim_streams_lock);
+	for (unsigned i = 0; i < nshim_streams && found < 0; i++)
+		if (shim_streams[i].ctx == ctx)
+			found = (int)i;
+	if (found >= 0 && !shim_streams[found].order &&
+	    CU_CHECK(drv.event_create(&shim_streams[found].order, CU_EVENT_DISABLE_TIMING),
+		     "cuEventCreate (the diff stream)"))
+		shim_streams[found].order = NULL;
+	if (found >= 0 && shim_streams[found].order && !shim_streams[found].diff &&
+	    CU_CHECK(drv.stream_create(&shim_streams[found].diff, CU_STREAM_NON_BLOCKING),
+		     "cuStreamCreate (the diff stream)"))
+		shim_streams[found].diff = NULL;
+	if (found >= 0 && !shim_streams[found].diff)
+		found = -1;
+	pthread_mutex_unlock(&shim_streams_lock);
+	return found;
+}
+
+int cuda_diffs_wait(void)
+{
+	CUstream streams[SHIM_STREAMS];
+	unsigned n = 0;
+	pthread_mutex_lock(&shim_streams_lock);
+	for (unsigned i = 0; i < nshim_streams; i++) {
+		if (shim_streams[i].diff_queued)
+			streams[n++] = shim_streams[i].diff;
+		shim_streams[i].diff_queued = false;
+	}
+	pthread_mutex_unlock(&shim_streams_lock);
+	int rc = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int r = CU_CHECK(drv.stream_synchronize(streams[i]), "cuStreamSynchronize (the diff stream)");
+		rc = rc ? rc : r;
+	}
+	return rc;
 }
 
 /* Work the shim queued and no host wait has covered yet. */
@@ -481,6 +534,92 @@ static int diff_on_host(struct cuda_replica *r, uint64_t first, uint64_t npages,
 	return rc;
 }
 
+/* The diff kernel over pages [first, first+npages) on stream s, its answer
+ * at changed + first. */
+static int launch_diff(const struct diff_kernels *dk, struct cuda_replica *r, uint64_t first, uint64_t npages,
+		       CUstream s)
+{
+	CUdeviceptr rep_p = addr_of(r, first), base_p = r->base + first * PG, out = r->changed + first;
+	unsigned long long n = npages;
+	void *params[] = {&rep_p, &base_p, &n, &out};
+	unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
+	if (blocks > 65535)
+		blocks = 65535;
+	return CU_CHECK(drv.launch_kernel(dk->fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0, s, params, NULL),
+			"cuLaunchKernel (diff)");
+}
+
+/* The replica's diff stream (its context's; the replica's context is
+ * current), or NULL. */
+static CUstream replica_diff_stream(void)
+{
+	int i = diff_side();
+	return i < 0 ? NULL : shim_streams[i].diff;
+}
+
+void cuda_replica_drop_diffs(struct cuda_replica *r)
+{
+	if (!r->nstarted)
+		return;
+	struct ctx_switch c = cuda_enter_ctx(r);
+	CUstream s = replica_diff_stream();
+	if (s)
+		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the diff stream)");
+	cuda_leave_ctx(c);
+	r->nstarted = 0;
+}
+
+/* Queued ahead of a sync (device_ops.diff_start): the kernel on the diff
+ * stream, after what the shim's stream holds; nothing waits for it here. */
+static int replica_diff_start(void *rep, uint64_t first, uint64_t npages)
+{
+	struct cuda_replica *r = rep;
+	const struct diff_kernels *dk = diff_kernels_here();
+	if (!dk->fn || !r->base || !r->changed || first + npages > r->changed_pages ||
+	    r->nstarted == CUDA_DIFFS_STARTED)
+		return -ENOTSUP;
+	int i = diff_side();
+	if (i < 0)
+		return -ENOTSUP;
+	CUstream s = shim_streams[i].diff;
+	if (CU_CHECK(drv.event_record(shim_streams[i].order, cuda_shim_stream()), "cuEventRecord (the diff stream)") ||
+	    CU_CHECK(drv.stream_wait_event(s, shim_streams[i].order, 0), "cuStreamWaitEvent (the diff stream)") ||
+	    launch_diff(dk, r, first, npages, s))
+		return -EIO;
+	pthread_mutex_lock(&shim_streams_lock);
+	shim_streams[i].diff_queued = true;
+	pthread_mutex_unlock(&shim_streams_lock);
+	r->started[r->nstarted].first = first;
+	r->started[r->nstarted].npages = npages;
+	r->nstarted++;
+	return 0;
+}
+
+static void op_diff_drop(void *rep)
+{
+	cuda_replica_drop_diffs(rep);
+}
+
+/* Whether a comparison of exactly these pages was queued: it is then no
+ * longer (its answer is being taken). Any queued one that overlaps them
+ * otherwise is dropped first, as the answer about to be written over it. */
+static bool take_started(struct cuda_replica *r, uint64_t first, uint64_t npages)
+{
+	bool overlap = false;
+	for (unsigned i = 0; i < r->nstarted; i++) {
+		if (r->started[i].first == first && r->started[i].npages == npages) {
+			r->started[i] = r->started[--r->nstarted];
+			/* Waited for already (cuda_diffs_wait), unless that failed. */
+			CUstream s = replica_diff_stream();
+			return !s || !CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the diff stream)");
+		}
+		overlap |= r->started[i].first < first + npages && first < r->started[i].first + r->started[i].npages;
+	}
+	if (overlap)
+		cuda_replica_drop_diffs(r);
+	return false;
+}
+
 static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 			void (*changed)(uint64_t, uint64_t, void *), void *arg)
 {
@@ -489,32 +628,27 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	uint8_t *answer = calloc(npages ? npages : 1, 1);
 	if (!answer)
 		return -ENOMEM;
-	int rc;
+	int rc = 0;
 	if (!dk->fn) {
 		rc = diff_on_host(r, first, npages, answer);
 	} else {
-		if (npages > r->changed_pages) {
+		bool taken = take_started(r, first, npages);
+		if (!taken && first + npages > r->changed_pages) {
+			cuda_replica_drop_diffs(r);
 			if (r->changed)
 				(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 			r->changed = 0;
 			r->changed_pages = 0;
-			rc = CU_CHECK(drv.mem_alloc(&r->changed, npages), "cuMemAlloc (diff answer)");
+			rc = CU_CHECK(drv.mem_alloc(&r->changed, first + npages), "cuMemAlloc (diff answer)");
 			if (rc)
 				goto out;
-			r->changed_pages = npages;
+			r->changed_pages = first + npages;
 		}
-		CUdeviceptr rep_p = addr_of(r, first), base_p = r->base + first * PG;
-		unsigned long long n = npages;
-		void *params[] = {&rep_p, &base_p, &n, &r->changed};
-		unsigned blocks = (unsigned)((npages + GAIA_DIFF_BLOCK - 1) / GAIA_DIFF_BLOCK);
-		if (blocks > 65535)
-			blocks = 65535;
-		rc = CU_CHECK(drv.launch_kernel(dk->fn, blocks, 1, 1, GAIA_DIFF_BLOCK, 1, 1, 0,
-						cuda_shim_stream(), params, NULL),
-			      "cuLaunchKernel (diff)");
+		if (!taken)
+			rc = launch_diff(dk, r, first, npages, cuda_shim_stream());
 		/* The download on the same stream waits for the kernel. */
 		if (!rc)
-			rc = copy_dtoh(answer, r->changed, npages, "diff");
+			rc = copy_dtoh(answer, r->changed + first, npages, "diff");
 		if (!rc) {
 			stats_add(GAIA_STAT_d2h_bytes, npages);
 			stats_add(GAIA_STAT_d2h_transfers, 1);
@@ -656,6 +790,11 @@ static int op_rebase(void *rep, uint64_t first, uint64_t npages, const void *cpu
 	return IN_CTX(rep, replica_rebase(rep, first, npages, cpu));
 }
 
+static int op_diff_start(void *rep, uint64_t first, uint64_t npages)
+{
+	return IN_CTX(rep, replica_diff_start(rep, first, npages));
+}
+
 const struct device_ops cuda_device_ops = {
 	.upload = op_upload,
 	.download = op_download,
@@ -663,6 +802,8 @@ const struct device_ops cuda_device_ops = {
 	.diff = op_diff,
 	.fetch_changes = op_fetch_changes,
 	.rebase = op_rebase,
+	.diff_start = op_diff_start,
+	.diff_drop = op_diff_drop,
 };
 
 /* --- creating replicas --- */

@@ -11,6 +11,10 @@
 #include "device.h"
 #include "gpu.h"
 
+/* Comparisons a replica may have queued ahead of a sync (one per run of
+ * pages it holds; past that, a run compares when the release runs). */
+#define CUDA_DIFFS_STARTED 32
+
 struct cuda_replica {
 	int device;
 	int backing; /* GAIA_BACKING_VMM or GAIA_BACKING_MANAGED */
@@ -22,9 +26,16 @@ struct cuda_replica {
 	uintptr_t span_start;
 	size_t span_len, reserve_len;
 	CUmemGenericAllocationHandle handle;
-	/* the diff's per-page answer on the device, a byte a page */
+	/* the diff's per-page answer on the device, a byte a page (page p's
+	 * at changed + p) */
 	CUdeviceptr changed;
 	size_t changed_pages;
+	/* comparisons queued ahead of a sync (device_ops.diff_start), on
+	 * the diff stream of the replica's context */
+	struct {
+		uint64_t first, npages;
+	} started[CUDA_DIFFS_STARTED];
+	unsigned nstarted;
 	/* a sync's changed pages, their masks and their list, gathered */
 	CUdeviceptr gather_buf;
 	uint64_t gather_capacity;
@@ -54,6 +65,13 @@ GAIA_HIDDEN int cuda_ctx_synchronize(CUcontext ctx);
  * program on any stream (the shim's is ordered after no other). Another
  * thread's wait counts once it has returned. 0 or -errno. */
 GAIA_HIDDEN int cuda_shim_settle(void);
+/* Waits for the comparisons queued ahead of a sync (device_ops.diff_start)
+ * in every context: called without the mapping lock, as they may wait for
+ * room on a device the program's kernels fill. 0 or -errno. */
+GAIA_HIDDEN int cuda_diffs_wait(void);
+/* Forgets a replica's queued comparisons, after waiting for them (their
+ * answers land in its memory). */
+GAIA_HIDDEN void cuda_replica_drop_diffs(struct cuda_replica *r);
 /* The VMM allocation granularity of a device (0: no VMM). */
 GAIA_HIDDEN size_t cuda_vmm_granularity(int device);
 

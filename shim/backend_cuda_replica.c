@@ -136,8 +136,10 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	if (!cuda_backend_ready())
 		return;
 	struct ctx_switch c = cuda_enter_ctx(r);
-	/* Its commits may still be queued on the shim's stream. */
+	/* Its commits may still be queued on the shim's stream, and a
+	 * comparison on the diff stream. */
 	(void)cuda_shim_settle();
+	cuda_replica_drop_diffs(r);
 	if (r->changed)
 		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)

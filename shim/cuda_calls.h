@@ -57,6 +57,7 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(event_record, "cuEventRecord", PFN_cuEventRecord_v2000, OPT)                                          \
 	X(event_synchronize, "cuEventSynchronize", PFN_cuEventSynchronize_v2000, OPT)                           \
 	X(event_destroy, "cuEventDestroy_v2", PFN_cuEventDestroy_v4000, OPT)                                    \
+	X(stream_wait_event, "cuStreamWaitEvent", PFN_cuStreamWaitEvent_v3020, OPT)                             \
 	X(memcpy_htod_async, "cuMemcpyHtoDAsync_v2", PFN_cuMemcpyHtoDAsync_v3020, OPT)                          \
 	X(memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", PFN_cuMemcpyDtoHAsync_v3020, OPT)                          \
 	X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", PFN_cuMemcpyDtoDAsync_v3020, OPT)                          \

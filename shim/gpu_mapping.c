@@ -227,7 +227,7 @@ bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 }
 
 /* Device waits that may last (watched_wait, below): their kinds. */
-enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2, WAIT_TEARDOWN = 4 };
+enum { WAIT_EARLIER_KERNELS = 1, WAIT_RUNNING_REBASE = 2, WAIT_TEARDOWN = 4, WAIT_SYNC_DIFF = 8 };
 static int watched_wait(unsigned kind, int (*wait)(void), const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define LAUNCH_WAIT_NOTE_S 5
@@ -552,7 +552,7 @@ static bool moves_need_idle_device(struct gaia_mapping *m, int dev, unsigned kin
 /* One slot per kind of wait: waits of different kinds (a launch's, a
  * munmap's in another thread) run at once, each with its own deadline and
  * note. A second wait of a kind already watched goes unwatched. */
-#define WAIT_KINDS 3
+#define WAIT_KINDS 4
 struct wait_slot {
 	bool waiting;
 	struct timespec deadline;
@@ -806,6 +806,10 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 	struct gaia_mapping *m = region;
 	uint64_t count[LRC_FREE + 1] = {0};
 	(void)dev;
+	if (why == LRC_RUN_DIFF_START) {
+		device_exec_start_diffs(&m->exec, &m->plan);
+		return 0;
+	}
 	for (size_t i = 0; i < m->plan.count; i++)
 		count[m->plan.items[i].kind] += m->plan.items[i].npages;
 	/* Every run: a size change of the file waits for the mapping lock
@@ -817,7 +821,7 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 	}
 	if (why == LRC_RUN_RELEASE)
 		stats_add(GAIA_STAT_device_dirty_pages, count[LRC_MERGE_TO_CPU]);
-	return mapping_run_plan_locked(m);
+	return why == LRC_RUN_DIFF_STARTED ? mapping_run_diffs_locked(m) : mapping_run_plan_locked(m);
 }
 
 static void host_wait_device(void *ctx, int dev, const char *region_name, enum lrc_wait why)
@@ -884,6 +888,19 @@ static int host_settle(void *ctx, int dev, const char *rebased_name)
 	return wait_for_running_rebases(dev, rebased_name);
 }
 
+/* A sync's comparisons, queued ahead: they run once the program's kernels
+ * leave room for them on the device. */
+static void host_await_diffs(void *ctx, int dev)
+{
+	(void)ctx;
+	(void)watched_wait(WAIT_SYNC_DIFF, cuda_diffs_wait,
+			   "a sync on device %d has waited %d s for the shim's comparison of the device's "
+			   "pages with their bases: the kernels running there leave no room for it on the "
+			   "device, and the sync returns once they end. Other threads' mmap, munmap and "
+			   "read do not wait for it",
+			   dev, LAUNCH_WAIT_NOTE_S);
+}
+
 static const struct lrc_host host = {
 	.lock = host_lock,
 	.unlock = host_unlock,
@@ -903,6 +920,7 @@ static const struct lrc_host host = {
 	.launched = host_launched,
 	.released = host_released,
 	.settle = host_settle,
+	.await_diffs = host_await_diffs,
 };
 
 /* The host with this call's context. */

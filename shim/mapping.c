@@ -315,15 +315,24 @@ static void publish_pages(void *arg, uint64_t first, uint64_t n)
 }
 
 /* Device actions appear only once a device holds pages of m. */
-int mapping_run_plan_locked(struct gaia_mapping *m)
+static int plan_ran(struct gaia_mapping *m, int rc)
 {
-	int rc = device_exec_run(&m->exec, &m->engine, &m->plan);
 	if (rc) {
 		static int once;
 		gaia_log_once(&once, GAIA_LOG_ERROR, "moving pages of %s between replicas failed: %s",
 			      m->path, strerror(-rc));
 	}
 	return rc;
+}
+
+int mapping_run_plan_locked(struct gaia_mapping *m)
+{
+	return plan_ran(m, device_exec_run(&m->exec, &m->engine, &m->plan));
+}
+
+int mapping_run_diffs_locked(struct gaia_mapping *m)
+{
+	return plan_ran(m, device_exec_run_diffs(&m->exec, &m->engine, &m->plan));
 }
 
 void mapping_release_locked(struct gaia_mapping *m)
