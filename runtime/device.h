@@ -126,17 +126,19 @@ struct device_exec {
  * attempted so no device is left with half an epoch). */
 int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
 
-/* Queues the comparisons of the plan's LRC_DIFF actions (ops->diff_start,
- * where there is one) and resets the plan: the host then waits for them
- * without its lock, and device_exec_run_diffs of the same actions takes
- * their answers. */
-void device_exec_start_diffs(struct device_exec *x, struct lrc_plan *plan);
+/* Queues the comparisons of the plan's LRC_DIFF actions on device d
+ * (ops->diff_start, where there is one) and resets the plan: the host then
+ * waits for them without its lock, and device_exec_run_diffs of the same
+ * actions takes their answers. Answers queued for d before are dropped
+ * first. */
+void device_exec_start_diffs(struct device_exec *x, int d, struct lrc_plan *plan);
 
 /* device_exec_run, where each LRC_DIFF takes the answer device_exec_start_diffs
- * queued for exactly its pages (else compares then); answers not taken are
- * dropped. device_exec_run drops every queued answer before its first diff
- * of a device: an answer never reaches another release than its own. */
-int device_exec_run_diffs(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan);
+ * queued for exactly its pages (else compares then); the answers for d not
+ * taken are dropped after. device_exec_run drops every queued answer before
+ * its first diff of a device: an answer never reaches another release than
+ * its own. */
+int device_exec_run_diffs(struct device_exec *x, int d, struct lrc_region *engine, struct lrc_plan *plan);
 
 /* Forgets every protect record of device d (its replica went away). */
 void device_exec_forget(struct device_exec *x, int d);

@@ -546,30 +546,30 @@ static void drop_started(struct device_exec *x, int d)
 		x->ops->diff_drop(x->replica[d]);
 }
 
-void device_exec_start_diffs(struct device_exec *x, struct lrc_plan *plan)
+void device_exec_start_diffs(struct device_exec *x, int d, struct lrc_plan *plan)
 {
-	bool dropped[TSVT_MAX_DEVICES] = {false};
+	/* Answers of an earlier sync that its release never took are no
+	 * answers for this one. */
+	if (d >= 0 && d < TSVT_MAX_DEVICES)
+		drop_started(x, d);
 	for (size_t i = 0; x->ops->diff_start && i < plan->count; i++) {
 		const struct lrc_action *a = &plan->items[i];
-		if (a->kind != LRC_DIFF || a->dev >= TSVT_MAX_DEVICES || !x->replica[a->dev])
-			continue;
-		/* Answers of an earlier sync that its release never took are
-		 * no answers for this one. */
-		if (!dropped[a->dev]) {
-			drop_started(x, a->dev);
-			dropped[a->dev] = true;
-		}
 		/* One that is not queued compares when the release runs. */
-		(void)x->ops->diff_start(x->replica[a->dev], a->first, a->npages);
+		if (a->kind == LRC_DIFF && a->dev == d && x->replica[d])
+			(void)x->ops->diff_start(x->replica[d], a->first, a->npages);
 	}
 	lrc_plan_reset(plan);
 }
 
-int device_exec_run_diffs(struct device_exec *x, struct lrc_region *engine, struct lrc_plan *plan)
+int device_exec_run_diffs(struct device_exec *x, int d, struct lrc_region *engine, struct lrc_plan *plan)
 {
 	x->take_started = true;
 	int rc = device_exec_run(x, engine, plan);
 	x->take_started = false;
+	/* Whatever this sync's release did not take (its plan may have had
+	 * no diff at all). */
+	if (d >= 0 && d < TSVT_MAX_DEVICES)
+		drop_started(x, d);
 	return rc;
 }
 

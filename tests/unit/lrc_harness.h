@@ -197,13 +197,14 @@ static void hx_publish(void *arg, uint64_t first, uint64_t n)
 		h->published[p]++;
 }
 
-/* Moves the bytes exactly as the plan says (take_started: a sync's diff
- * plan, taking the answers queued before its wait). */
-static inline void run_plan_as(struct harness *h, bool take_started)
+/* Moves the bytes exactly as the plan says (take_started_of >= 0: a sync's
+ * diff plan on that device, taking the answers queued before its wait). */
+static inline void run_plan_as(struct harness *h, int take_started_of)
 {
 	if (h->exec_mode != HARNESS_BYTES) {
 		uint64_t merged = h->x.merged_bytes;
-		assert_int_equal(take_started ? device_exec_run_diffs(&h->x, &h->region, &h->plan)
+		assert_int_equal(take_started_of >= 0
+					 ? device_exec_run_diffs(&h->x, take_started_of, &h->region, &h->plan)
 					      : device_exec_run(&h->x, &h->region, &h->plan),
 				 0);
 		h->stats_merged_bytes += h->x.merged_bytes - merged;
@@ -266,7 +267,7 @@ static inline void run_plan_as(struct harness *h, bool take_started)
 
 static inline void run_plan(struct harness *h)
 {
-	run_plan_as(h, false);
+	run_plan_as(h, -1);
 }
 
 static inline void harness_open(struct harness *h)

@@ -154,7 +154,6 @@ static bool f_needs_idle(void *region, int dev, unsigned kinds, uint64_t pages)
 static int f_run_plan(void *region, int dev, enum lrc_run why)
 {
 	struct fake_region *r = region;
-	(void)dev;
 	assert_true(fake_of->locked);
 	for (size_t i = 0; i < r->h->plan.count; i++)
 		if (r->h->plan.items[i].kind == LRC_UPLOAD)
@@ -164,13 +163,13 @@ static int f_run_plan(void *region, int dev, enum lrc_run why)
 	if (why == LRC_RUN_DIFF_START) {
 		r->diff_starts++;
 		if (r->h->exec_mode != HARNESS_BYTES)
-			device_exec_start_diffs(&r->h->x, &r->h->plan);
+			device_exec_start_diffs(&r->h->x, dev, &r->h->plan);
 		lrc_plan_reset(&r->h->plan);
 		return 0;
 	}
 	if (why == LRC_RUN_DIFF_STARTED) {
 		r->diff_runs_started++;
-		run_plan_as(r->h, true);
+		run_plan_as(r->h, dev);
 		return 0;
 	}
 	if (why == LRC_RUN_LAUNCH && (r->fail_launch_runs > 0 || r->launch_runs == r->fail_run_no)) {
