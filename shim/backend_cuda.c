@@ -460,6 +460,7 @@ static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, s
 static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
 {
 	struct cuda_replica *r = rep;
+	r->writes++;
 	size_t bytes = npages * PG;
 	int rc = 0;
 	if (to & DEVICE_REPLICA) {
@@ -492,6 +493,7 @@ static int replica_download(void *rep, unsigned from, uint64_t first, uint64_t n
 static int replica_commit(void *rep, uint64_t first, uint64_t npages)
 {
 	struct cuda_replica *r = rep;
+	r->writes++;
 	return copy_dtod(r->base + first * PG, addr_of(r, first), npages * PG, "commit");
 }
 
@@ -557,67 +559,94 @@ static CUstream replica_diff_stream(void)
 	return i < 0 ? NULL : shim_streams[i].diff;
 }
 
-void cuda_replica_drop_diffs(struct cuda_replica *r)
+void cuda_replica_settle_diffs(struct cuda_replica *r)
 {
-	if (!r->nstarted)
+	r->nstarted = 0;
+	if (!r->diff_in_flight)
 		return;
 	struct ctx_switch c = cuda_enter_ctx(r);
 	CUstream s = replica_diff_stream();
 	if (s)
 		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the diff stream)");
 	cuda_leave_ctx(c);
-	r->nstarted = 0;
+	r->diff_in_flight = false;
 }
 
 /* Queued ahead of a sync (device_ops.diff_start): the kernel on the diff
- * stream, after what the shim's stream holds; nothing waits for it here. */
+ * stream, after what the shim's stream holds; nothing waits for it here.
+ * An earlier answer for pages it covers is forgotten: the new one lands
+ * over it, later on the same stream. */
 static int replica_diff_start(void *rep, uint64_t first, uint64_t npages)
 {
 	struct cuda_replica *r = rep;
 	const struct diff_kernels *dk = diff_kernels_here();
-	if (!dk->fn || !r->base || !r->changed || first + npages > r->changed_pages ||
-	    r->nstarted == CUDA_DIFFS_STARTED)
+	if (!dk->fn || !r->base || !r->changed || first + npages > r->changed_pages)
 		return -ENOTSUP;
+	if (r->nstarted == r->started_capacity) {
+		unsigned cap = r->started_capacity ? 2 * r->started_capacity : 8;
+		struct cuda_started_diff *more = realloc(r->started, cap * sizeof(*more));
+		if (!more)
+			return -ENOMEM;
+		r->started = more;
+		r->started_capacity = cap;
+	}
 	int i = diff_side();
 	if (i < 0)
 		return -ENOTSUP;
 	CUstream s = shim_streams[i].diff;
 	if (CU_CHECK(drv.event_record(shim_streams[i].order, cuda_shim_stream()), "cuEventRecord (the diff stream)") ||
-	    CU_CHECK(drv.stream_wait_event(s, shim_streams[i].order, 0), "cuStreamWaitEvent (the diff stream)") ||
-	    launch_diff(dk, r, first, npages, s))
+	    CU_CHECK(drv.stream_wait_event(s, shim_streams[i].order, 0), "cuStreamWaitEvent (the diff stream)"))
+		return -EIO;
+	r->diff_in_flight = true; /* from the launch on, even a failed one */
+	if (launch_diff(dk, r, first, npages, s))
 		return -EIO;
 	pthread_mutex_lock(&shim_streams_lock);
 	shim_streams[i].diff_queued = true;
 	pthread_mutex_unlock(&shim_streams_lock);
-	r->started[r->nstarted].first = first;
-	r->started[r->nstarted].npages = npages;
-	r->nstarted++;
+	for (unsigned k = 0; k < r->nstarted;) {
+		if (r->started[k].first < first + npages && first < r->started[k].first + r->started[k].npages)
+			r->started[k] = r->started[--r->nstarted];
+		else
+			k++;
+	}
+	r->started[r->nstarted++] = (struct cuda_started_diff){first, npages, r->writes};
 	return 0;
 }
 
+/* Forgets the answers without waiting: a comparison still running writes
+ * only `changed`, and whatever else writes there waits for it first
+ * (diff_in_flight). */
 static void op_diff_drop(void *rep)
 {
-	cuda_replica_drop_diffs(rep);
+	((struct cuda_replica *)rep)->nstarted = 0;
 }
 
-/* Whether a comparison of exactly these pages was queued: it is then no
- * longer (its answer is being taken). Any queued one that overlaps them
- * otherwise is dropped first, as the answer about to be written over it. */
+/* Whether a comparison of exactly these pages was queued with replica and
+ * base as they are now: its answer is then taken (and no longer queued).
+ * Queued ones over other pages that overlap these are forgotten: the
+ * answer about to be computed lands over theirs. */
 static bool take_started(struct cuda_replica *r, uint64_t first, uint64_t npages)
 {
-	bool overlap = false;
-	for (unsigned i = 0; i < r->nstarted; i++) {
-		if (r->started[i].first == first && r->started[i].npages == npages) {
-			r->started[i] = r->started[--r->nstarted];
-			/* Waited for already (cuda_diffs_wait), unless that failed. */
-			CUstream s = replica_diff_stream();
-			return !s || !CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the diff stream)");
+	bool taken = false;
+	for (unsigned i = 0; i < r->nstarted;) {
+		const struct cuda_started_diff *d = &r->started[i];
+		if (d->first == first && d->npages == npages)
+			taken = d->writes == r->writes;
+		else if (!(d->first < first + npages && first < d->first + d->npages)) {
+			i++;
+			continue;
 		}
-		overlap |= r->started[i].first < first + npages && first < r->started[i].first + r->started[i].npages;
+		r->started[i] = r->started[--r->nstarted];
 	}
-	if (overlap)
-		cuda_replica_drop_diffs(r);
-	return false;
+	/* Waited for already (cuda_diffs_wait), unless that failed; a
+	 * comparison made now must not race one still running. */
+	if (r->diff_in_flight) {
+		CUstream s = replica_diff_stream();
+		if (s && CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the diff stream)"))
+			taken = false;
+		r->diff_in_flight = false;
+	}
+	return taken;
 }
 
 static int replica_diff(void *rep, uint64_t first, uint64_t npages,
@@ -634,7 +663,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	} else {
 		bool taken = take_started(r, first, npages);
 		if (!taken && first + npages > r->changed_pages) {
-			cuda_replica_drop_diffs(r);
+			cuda_replica_settle_diffs(r);
 			if (r->changed)
 				(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 			r->changed = 0;
@@ -712,6 +741,7 @@ static int replica_fetch_changes(void *rep, const uint64_t *pages, uint64_t npag
 static int replica_rebase(void *rep, uint64_t first, uint64_t npages, const void *cpu)
 {
 	struct cuda_replica *r = rep;
+	r->writes++;
 	const struct diff_kernels *dk = diff_kernels_here();
 	CUstream s = cuda_shim_stream();
 	if (!dk->rebase || !r->base || !r->rebase_cpu || !s)

@@ -11,10 +11,6 @@
 #include "device.h"
 #include "gpu.h"
 
-/* Comparisons a replica may have queued ahead of a sync (one per run of
- * pages it holds; past that, a run compares when the release runs). */
-#define CUDA_DIFFS_STARTED 32
-
 struct cuda_replica {
 	int device;
 	int backing; /* GAIA_BACKING_VMM or GAIA_BACKING_MANAGED */
@@ -31,11 +27,19 @@ struct cuda_replica {
 	CUdeviceptr changed;
 	size_t changed_pages;
 	/* comparisons queued ahead of a sync (device_ops.diff_start), on
-	 * the diff stream of the replica's context */
-	struct {
-		uint64_t first, npages;
-	} started[CUDA_DIFFS_STARTED];
-	unsigned nstarted;
+	 * the diff stream of the replica's context: their pages, and `writes`
+	 * when queued (an answer is taken only if the shim has written
+	 * neither replica nor base since) */
+	struct cuda_started_diff {
+		uint64_t first, npages, writes;
+	} *started;
+	unsigned nstarted, started_capacity;
+	/* a comparison was queued and no wait has covered it since: its
+	 * answer may still land in `changed` */
+	bool diff_in_flight;
+	/* the shim's writes into replica or base (uploads, commits, rebases,
+	 * fills), counted */
+	uint64_t writes;
 	/* a sync's changed pages, their masks and their list, gathered */
 	CUdeviceptr gather_buf;
 	uint64_t gather_capacity;
@@ -69,9 +73,10 @@ GAIA_HIDDEN int cuda_shim_settle(void);
  * in every context: called without the mapping lock, as they may wait for
  * room on a device the program's kernels fill. 0 or -errno. */
 GAIA_HIDDEN int cuda_diffs_wait(void);
-/* Forgets a replica's queued comparisons, after waiting for them (their
- * answers land in its memory). */
-GAIA_HIDDEN void cuda_replica_drop_diffs(struct cuda_replica *r);
+/* Waits for a replica's queued comparisons, whose answers land in its
+ * memory, and forgets them: before that memory is freed or written from
+ * another stream. */
+GAIA_HIDDEN void cuda_replica_settle_diffs(struct cuda_replica *r);
 /* The VMM allocation granularity of a device (0: no VMM). */
 GAIA_HIDDEN size_t cuda_vmm_granularity(int device);
 

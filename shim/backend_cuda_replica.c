@@ -111,6 +111,7 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 
 int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
 {
+	r->writes++;
 	int rc = CU_CHECK(drv.memset_d8(r->dptr, byte, r->len), "cuMemsetD8 (probe)");
 	return rc ? rc : CU_CHECK(drv.stream_synchronize(CU_STREAM_LEGACY), "cuStreamSynchronize (probe)");
 }
@@ -139,7 +140,8 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	/* Its commits may still be queued on the shim's stream, and a
 	 * comparison on the diff stream. */
 	(void)cuda_shim_settle();
-	cuda_replica_drop_diffs(r);
+	cuda_replica_settle_diffs(r);
+	free(r->started);
 	if (r->changed)
 		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)

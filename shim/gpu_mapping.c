@@ -805,9 +805,8 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 {
 	struct gaia_mapping *m = region;
 	uint64_t count[LRC_FREE + 1] = {0};
-	(void)dev;
 	if (why == LRC_RUN_DIFF_START) {
-		device_exec_start_diffs(&m->exec, &m->plan);
+		device_exec_start_diffs(&m->exec, dev, &m->plan);
 		return 0;
 	}
 	for (size_t i = 0; i < m->plan.count; i++)
@@ -821,7 +820,7 @@ static int host_run_plan(void *region, int dev, enum lrc_run why)
 	}
 	if (why == LRC_RUN_RELEASE)
 		stats_add(GAIA_STAT_device_dirty_pages, count[LRC_MERGE_TO_CPU]);
-	return why == LRC_RUN_DIFF_STARTED ? mapping_run_diffs_locked(m) : mapping_run_plan_locked(m);
+	return why == LRC_RUN_DIFF_STARTED ? mapping_run_diffs_locked(m, dev) : mapping_run_plan_locked(m);
 }
 
 static void host_wait_device(void *ctx, int dev, const char *region_name, enum lrc_wait why)
@@ -896,8 +895,8 @@ static void host_await_diffs(void *ctx, int dev)
 	(void)watched_wait(WAIT_SYNC_DIFF, cuda_diffs_wait,
 			   "a sync on device %d has waited %d s for the shim's comparison of the device's "
 			   "pages with their bases: the kernels running there leave no room for it on the "
-			   "device, and the sync returns once they end. Other threads' mmap, munmap and "
-			   "read do not wait for it",
+			   "device, and the sync returns once they end. Other threads' mmap, read, and "
+			   "munmap of files without a copy on that device do not wait for it",
 			   dev, LAUNCH_WAIT_NOTE_S);
 }
 

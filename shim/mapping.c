@@ -330,9 +330,9 @@ int mapping_run_plan_locked(struct gaia_mapping *m)
 	return plan_ran(m, device_exec_run(&m->exec, &m->engine, &m->plan));
 }
 
-int mapping_run_diffs_locked(struct gaia_mapping *m)
+int mapping_run_diffs_locked(struct gaia_mapping *m, int dev)
 {
-	return plan_ran(m, device_exec_run_diffs(&m->exec, &m->engine, &m->plan));
+	return plan_ran(m, device_exec_run_diffs(&m->exec, dev, &m->engine, &m->plan));
 }
 
 void mapping_release_locked(struct gaia_mapping *m)

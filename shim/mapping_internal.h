@@ -85,7 +85,7 @@ GAIA_HIDDEN void mapping_acquire_locked(struct gaia_mapping *m);
 GAIA_HIDDEN int mapping_run_plan_locked(struct gaia_mapping *m);
 /* The same for a sync's diff plan, taking the answers of the comparisons
  * queued before its wait (device_exec_run_diffs). */
-GAIA_HIDDEN int mapping_run_diffs_locked(struct gaia_mapping *m);
+GAIA_HIDDEN int mapping_run_diffs_locked(struct gaia_mapping *m, int dev);
 GAIA_HIDDEN void mapping_note_own_change_locked(struct gaia_mapping *m, uint64_t first, uint64_t n);
 
 /* Device replicas (gpu_mapping.c; weak: absent in a build without CUDA). */

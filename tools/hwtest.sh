@@ -174,6 +174,14 @@ for mode in shared isolated; do
 	done
 done
 
+# full_device: the sync was a snapshot release (GAIA_STATS), and with the
+# kernel on every thread slot for 6.5 s, the note after 5 s.
+for b in "${backings[@]}"; do
+	run "full_device snapshot" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- \
+		/bin/sh "$source/tests/programs/full_device_snapshot.sh" "$programs/full_device"
+	run "full_device note" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- "$programs/full_device" note
+done
+
 # io_during_launch's other ways into a mapping while its region gets a
 # device copy: raw syscall(), sockets, the _FORTIFY_SOURCE forms, stdio.
 for mode in syscall socket chk socket_chk stdio; do

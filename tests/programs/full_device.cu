@@ -16,6 +16,10 @@
  * so a thread held up fails the test instead of hanging it. The main
  * thread must then see work's bytes (mapping and pread), and after
  * syncing a the marker.
+ *
+ * `full_device note`: the helper leaves the flag alone and fill runs for
+ * NOTE_MS; the shim must say on stderr, after 5 s, what the sync waits
+ * for (the helper is still done at once).
  */
 #include <pthread.h>
 #include <time.h>
@@ -29,6 +33,7 @@
 #define FILL_BLOCK 256
 #define HELD_UP_MS 3000
 #define BOUND_MS 1000
+#define NOTE_MS 6500
 
 __global__ void work(unsigned char *m, unsigned long long from, unsigned long long to)
 {
@@ -69,6 +74,7 @@ static double now_ms(void)
 static volatile int *flag;
 static int file_fd;
 static volatile int syncing, helper_done, held_up;
+static int note_mode; /* `note`: fill runs NOTE_MS whatever the helper does */
 static const char *held_at;
 static double helper_ms;
 static const char *volatile helper_step = "not started";
@@ -95,7 +101,8 @@ static void *helper(void *arg)
 	helper_ms = now_ms() - t0;
 	helper_step = "done";
 	__atomic_store_n(&helper_done, 1, __ATOMIC_RELEASE);
-	*flag = 1;
+	if (!note_mode)
+		*flag = 1;
 	return NULL;
 }
 
@@ -106,6 +113,14 @@ static void *release_anyway(void *arg)
 	while (!__atomic_load_n(&syncing, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	double t0 = now_ms();
+	if (note_mode) {
+		while (now_ms() - t0 < NOTE_MS)
+			usleep(1000);
+		held_at = helper_step;
+		held_up = !__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE);
+		*flag = 1;
+		return NULL;
+	}
 	while (!__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE) && now_ms() - t0 < HELD_UP_MS)
 		usleep(1000);
 	if (!__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE)) {
@@ -132,8 +147,37 @@ static void check_bytes(const char *when, const unsigned char *m, int marked)
 	free(buf);
 }
 
-int main(void)
+/* In `note` mode stderr is a file: at exit, what it holds (a failed
+ * check's message too) goes to the real stderr. */
+static char log_path[] = "/tmp/full_device_stderr_XXXXXX";
+static int real_stderr = -1;
+
+static void show_log(void)
 {
+	int fd = open(log_path, O_RDONLY);
+	char buf[4096];
+	ssize_t n;
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		(void)!write(real_stderr, buf, (size_t)n);
+	if (fd >= 0)
+		close(fd);
+	unlink(log_path);
+}
+
+int main(int argc, char **argv)
+{
+	note_mode = argc > 1 && !strcmp(argv[1], "note");
+	CHECK(argc == 1 || note_mode, "usage: full_device [note]");
+	if (note_mode) {
+		/* stderr goes to a file too, to find the shim's note in it. */
+		int log = mkstemp(log_path);
+		CHECK(log >= 0, "mkstemp: %s", strerror(errno));
+		real_stderr = dup(2);
+		CHECK(real_stderr >= 0, "dup: %s", strerror(errno));
+		CHECK(dup2(log, 2) == 2, "dup2: %s", strerror(errno));
+		close(log);
+		atexit(show_log);
+	}
 	watchdog(60);
 	CUDA_OK(cudaSetDevice(0));
 	int sms = 0, threads_per_sm = 0;
@@ -200,7 +244,19 @@ int main(void)
 	pthread_join(h, NULL);
 	pthread_join(r, NULL);
 	CHECK(!held_up, "another thread was held up for %d ms (at: %s) while this one synced stream b and a "
-		  "kernel filled the device; nothing it did needs the device", HELD_UP_MS, held_at);
+		  "kernel filled the device; nothing it did needs the device", note_mode ? NOTE_MS : HELD_UP_MS,
+		  held_at);
+	if (note_mode) {
+		FILE *log_file = fopen(log_path, "r");
+		CHECK(log_file != NULL, "fopen %s: %s", log_path, strerror(errno));
+		static char text[1 << 16];
+		size_t n = fread(text, 1, sizeof(text) - 1, log_file);
+		text[n] = 0;
+		fclose(log_file);
+		CHECK(strstr(text, "for the shim's comparison") != NULL,
+		      "no note on stderr after %d ms of a sync waiting for room on the device; stderr was:\n%s",
+		      NOTE_MS, text);
+	}
 	CHECK(helper_ms < BOUND_MS, "another thread's mmap, munmap and pread took %.0f ms while this one synced "
 		  "stream b and a kernel filled the device (bound %d ms)", helper_ms, BOUND_MS);
 	printf("another thread's mmap + munmap + pread during the sync: %.1f ms\n", helper_ms);
