@@ -16,6 +16,7 @@
 #include "device.h"
 #include "lrc.h"
 #include "lrc_page.h"
+#include "queued_diffs.h"
 
 #define PG MERGE_PAGE_BYTES
 #define MAX_PAGES 8
@@ -48,13 +49,7 @@ struct harness {
 	struct harness_dev {
 		struct harness *h;
 		int d;
-		/* comparisons queued by diff_start, their answers as at the
-		 * start, and how many a diff took */
-		struct {
-			uint64_t first, n;
-			bool changed[MAX_PAGES];
-		} started[MAX_PAGES];
-		unsigned nstarted, taken;
+		struct queued_diffs queued; /* diff_start's answers */
 	} xdev[NDEV];
 };
 
@@ -106,17 +101,8 @@ static int hx_diff(void *rep, uint64_t first, uint64_t n, void (*changed)(uint64
 		   void *arg)
 {
 	struct harness_dev *v = rep;
-	/* As the CUDA backend: the answer queued for exactly these pages. */
-	for (unsigned i = 0; i < v->nstarted; i++) {
-		if (v->started[i].first != first || v->started[i].n != n)
-			continue;
-		for (uint64_t p = first; p < first + n; p++)
-			if (v->started[i].changed[p])
-				changed(p, 1, arg);
-		v->started[i] = v->started[--v->nstarted];
-		v->taken++;
+	if (queued_diff_take(&v->queued, first, n, changed, arg))
 		return 0;
-	}
 	for (uint64_t p = first; p < first + n; p++)
 		if (merge_page_differs(v->h->dev[v->d] + p * PG, v->h->base[v->d] + p * PG))
 			changed(p, 1, arg);
@@ -153,20 +139,12 @@ static int hx_rebase(void *rep, uint64_t first, uint64_t n, const void *cpu)
 static int hx_diff_start(void *rep, uint64_t first, uint64_t n)
 {
 	struct harness_dev *v = rep;
-	if (v->nstarted == MAX_PAGES)
-		return -ENOSPC;
-	v->started[v->nstarted].first = first;
-	v->started[v->nstarted].n = n;
-	for (uint64_t p = first; p < first + n; p++)
-		v->started[v->nstarted].changed[p] =
-			merge_page_differs(v->h->dev[v->d] + p * PG, v->h->base[v->d] + p * PG);
-	v->nstarted++;
-	return 0;
+	return queued_diff_start(&v->queued, v->h->dev[v->d], v->h->base[v->d], PG, first, n);
 }
 
 static void hx_diff_drop(void *rep)
 {
-	((struct harness_dev *)rep)->nstarted = 0;
+	((struct harness_dev *)rep)->queued.nstarted = 0;
 }
 
 static const struct device_ops harness_exec_ops = {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "device.h"
+#include "queued_diffs.h"
 
 #define PG 4096
 
@@ -53,12 +54,7 @@ static bool fail_now(int *remaining)
 struct fake_replica {
 	uint8_t dev[NPAGES * PG], base[NPAGES * PG];
 	uint64_t uploaded_pages, downloaded_pages, diffed_pages, fetches;
-	/* comparisons queued by diff_start: their answers, as at the start */
-	struct {
-		uint64_t first, n;
-		bool changed[NPAGES];
-	} started[4];
-	unsigned nstarted, taken;
+	struct queued_diffs queued; /* diff_start's answers */
 };
 
 static int fake_upload(void *rep, unsigned to, uint64_t first, uint64_t n, const void *src)
@@ -95,17 +91,8 @@ static int fake_diff(void *rep, uint64_t first, uint64_t n,
 	struct fake_replica *r = rep;
 	if (fail_now(&fail_diff))
 		return -EIO;
-	/* As the CUDA backend: the answer queued for exactly these pages. */
-	for (unsigned i = 0; i < r->nstarted; i++) {
-		if (r->started[i].first != first || r->started[i].n != n)
-			continue;
-		for (uint64_t p = first; p < first + n; p++)
-			if (r->started[i].changed[p])
-				changed(p, 1, arg);
-		r->started[i] = r->started[--r->nstarted];
-		r->taken++;
+	if (queued_diff_take(&r->queued, first, n, changed, arg))
 		return 0;
-	}
 	r->diffed_pages += n;
 	for (uint64_t p = first; p < first + n; p++)
 		if (memcmp(r->dev + p * PG, r->base + p * PG, PG))
@@ -116,19 +103,12 @@ static int fake_diff(void *rep, uint64_t first, uint64_t n,
 static int fake_diff_start(void *rep, uint64_t first, uint64_t n)
 {
 	struct fake_replica *r = rep;
-	if (r->nstarted == sizeof(r->started) / sizeof(r->started[0]))
-		return -ENOSPC;
-	r->started[r->nstarted].first = first;
-	r->started[r->nstarted].n = n;
-	for (uint64_t p = first; p < first + n; p++)
-		r->started[r->nstarted].changed[p] = memcmp(r->dev + p * PG, r->base + p * PG, PG) != 0;
-	r->nstarted++;
-	return 0;
+	return queued_diff_start(&r->queued, r->dev, r->base, PG, first, n);
 }
 
 static void fake_diff_drop(void *rep)
 {
-	((struct fake_replica *)rep)->nstarted = 0;
+	((struct fake_replica *)rep)->queued.nstarted = 0;
 }
 
 static int fake_fetch_changes(void *rep, const uint64_t *pages, uint64_t n, void *dev_out,
@@ -205,7 +185,7 @@ static struct world *world_new(void)
 	for (int d = 0; d < 2; d++) {
 		w->rep[d].uploaded_pages = w->rep[d].downloaded_pages = w->rep[d].diffed_pages = 0;
 		w->rep[d].fetches = 0;
-		w->rep[d].nstarted = w->rep[d].taken = 0;
+		w->rep[d].queued.nstarted = w->rep[d].queued.taken = 0;
 	}
 	return w;
 }
@@ -483,11 +463,11 @@ static void test_a_snapshot_takes_the_queued_comparison(void **state)
 	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
 	device_exec_start_diffs(&w->x, 0, &w->plan);
 	assert_int_equal(w->plan.count, 0);
-	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(w->rep[0].queued.nstarted, 1);
 	w->rep[0].dev[5 * PG + 3] = 0x51; /* a running kernel, after the comparison */
 	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
 	assert_int_equal(device_exec_run_diffs(&w->x, 0, &w->engine, &w->plan), 0);
-	assert_int_equal(w->rep[0].taken, 1);
+	assert_int_equal(w->rep[0].queued.taken, 1);
 	assert_int_equal(w->rep[0].diffed_pages, 0);
 	assert_int_equal(lrc_sync_snapshot(&w->engine, 0, &w->plan), 0);
 	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
@@ -515,8 +495,8 @@ static void test_a_queued_answer_never_serves_another_release(void **state)
 	device_exec_start_diffs(&w->x, 0, &w->plan);
 	w->rep[0].dev[4 * PG] = 0x44;
 	sync_dev(w, 0);
-	assert_int_equal(w->rep[0].taken, 0);
-	assert_int_equal(w->rep[0].nstarted, 0);
+	assert_int_equal(w->rep[0].queued.taken, 0);
+	assert_int_equal(w->rep[0].queued.nstarted, 0);
 	assert_int_equal(w->cpu[1 * PG], 0x11);
 	assert_int_equal(w->cpu[4 * PG], 0x44);
 	/* A sync of device 1 leaves device 0's answers alone; device 0's
@@ -524,13 +504,13 @@ static void test_a_queued_answer_never_serves_another_release(void **state)
 	launch(w, 0);
 	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
 	device_exec_start_diffs(&w->x, 0, &w->plan);
-	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(w->rep[0].queued.nstarted, 1);
 	assert_int_equal(lrc_sync_diff(&w->engine, 1, &w->plan), 0); /* device 1: nothing open */
 	assert_int_equal(device_exec_run_diffs(&w->x, 1, &w->engine, &w->plan), 0);
-	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(w->rep[0].queued.nstarted, 1);
 	assert_int_equal(device_exec_run_diffs(&w->x, 0, &w->engine, &w->plan), 0);
-	assert_int_equal(w->rep[0].taken, 0);
-	assert_int_equal(w->rep[0].nstarted, 0);
+	assert_int_equal(w->rep[0].queued.taken, 0);
+	assert_int_equal(w->rep[0].queued.nstarted, 0);
 	world_free(w);
 }
 
@@ -548,10 +528,10 @@ static void test_a_later_sync_never_takes_an_earlier_ones_answer(void **state)
 	w->rep[0].dev[6 * PG] = 0x61; /* after the first sync's comparison */
 	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
 	device_exec_start_diffs(&w->x, 0, &w->plan);
-	assert_int_equal(w->rep[0].nstarted, 1);
+	assert_int_equal(w->rep[0].queued.nstarted, 1);
 	assert_int_equal(lrc_sync_diff(&w->engine, 0, &w->plan), 0);
 	assert_int_equal(device_exec_run_diffs(&w->x, 0, &w->engine, &w->plan), 0);
-	assert_int_equal(w->rep[0].taken, 1);
+	assert_int_equal(w->rep[0].queued.taken, 1);
 	assert_int_equal(lrc_sync(&w->engine, 0, &w->plan), 0);
 	assert_int_equal(device_exec_run(&w->x, &w->engine, &w->plan), 0);
 	assert_int_equal(w->cpu[3 * PG], 0x31);

@@ -593,7 +593,7 @@ static void test_sync_waits_for_its_comparisons_unlocked(void **state)
 	assert_int_equal(w->f.r[0].diff_starts, 1);
 	assert_int_equal(w->f.r[1].diff_starts, 1);
 	assert_int_equal(w->f.r[0].diff_runs_started, 1);
-	assert_int_equal(w->f.r[0].h->xdev[0].taken, 1);
+	assert_int_equal(w->f.r[0].h->xdev[0].queued.taken, 1);
 	assert_int_equal(w->f.r[0].released, 1);
 	assert_int_equal(w->f.r[1].released, 0); /* unmapped during the wait */
 	assert_int_equal(w->f.r[0].h->file[PG + 1], 0x41);
