@@ -77,7 +77,18 @@ static volatile int syncing, helper_done, held_up;
 static int note_mode; /* `note`: fill runs NOTE_MS whatever the helper does */
 static const char *held_at;
 static double helper_ms;
-static const char *volatile helper_step = "not started";
+static const char *helper_step = "not started"; /* atomic: the other threads read it */
+
+static void helper_at(const char *what)
+{
+	__atomic_store_n(&helper_step, what, __ATOMIC_RELEASE);
+}
+
+/* The flag fill spins on, set from either of two threads. */
+static void set_flag(void)
+{
+	__atomic_store_n((int *)flag, 1, __ATOMIC_RELEASE);
+}
 
 /* What another thread of the program does while the main thread syncs. */
 static void *helper(void *arg)
@@ -87,22 +98,22 @@ static void *helper(void *arg)
 		usleep(1000);
 	usleep(300 * 1000); /* the main thread is inside the sync by now */
 	double t0 = now_ms();
-	helper_step = "mapping a second file";
+	helper_at("mapping a second file");
 	int fd2 = make_file(2 * PAGE, initial);
 	unsigned char *m2 = (unsigned char *)map_file(fd2, 2 * PAGE);
-	helper_step = "writing the second file's mapping";
+	helper_at("writing the second file's mapping");
 	m2[5] = 0x42;
-	helper_step = "unmapping the second file";
+	helper_at("unmapping the second file");
 	CHECK(munmap(m2, 2 * PAGE) == 0, "munmap: %s", strerror(errno));
 	close(fd2);
-	helper_step = "pread() of the first file";
+	helper_at("pread() of the first file");
 	unsigned char buf[PAGE];
 	pread_all(file_fd, buf, PAGE, 0);
 	helper_ms = now_ms() - t0;
-	helper_step = "done";
+	helper_at("done");
 	__atomic_store_n(&helper_done, 1, __ATOMIC_RELEASE);
 	if (!note_mode)
-		*flag = 1;
+		set_flag();
 	return NULL;
 }
 
@@ -116,17 +127,17 @@ static void *release_anyway(void *arg)
 	if (note_mode) {
 		while (now_ms() - t0 < NOTE_MS)
 			usleep(1000);
-		held_at = helper_step;
+		held_at = __atomic_load_n(&helper_step, __ATOMIC_ACQUIRE);
 		held_up = !__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE);
-		*flag = 1;
+		set_flag();
 		return NULL;
 	}
 	while (!__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE) && now_ms() - t0 < HELD_UP_MS)
 		usleep(1000);
 	if (!__atomic_load_n(&helper_done, __ATOMIC_ACQUIRE)) {
-		held_at = helper_step;
+		held_at = __atomic_load_n(&helper_step, __ATOMIC_ACQUIRE);
 		held_up = 1;
-		*flag = 1;
+		set_flag();
 	}
 	return NULL;
 }
