@@ -97,6 +97,11 @@ static long forward(long nr, const long *a)
 	return as_libc(raw_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
+static long forward_openat2(const long *a)
+{
+	return forward(SYS_openat2, a);
+}
+
 /* syscall()'s six argument registers, whatever the number takes. */
 #define TAKE_ARGS(a, nr)                          \
 	long a[6];                                \
@@ -265,6 +270,8 @@ static long route(long nr, const long *a)
 		return openat((int)a[0], (const char *)a[1], (int)a[2], (mode_t)a[3]);
 	case SYS_creat:
 		return creat((const char *)a[0], (mode_t)a[1]);
+	case SYS_openat2:
+		return gaia_openat2(a, forward_openat2);
 	case SYS_mmap: {
 		void *p = mmap((void *)a[0], (size_t)a[1], (int)a[2], (int)a[3], (int)a[4], (off_t)a[5]);
 		return p == MAP_FAILED ? -1 : (long)p;

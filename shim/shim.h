@@ -119,6 +119,9 @@ void __tsan_ignore_thread_end(void);
 /* --- the shim's own descriptors (fdguard.c) --- */
 /* Keeps fd from the program's close/close_range/closefrom, moving it above
  * stderr first; returns the (possibly new) descriptor, or -1. */
+/* syscall(SYS_openat2) (hooks_io.c): a[0..3] are its arguments, call(a)
+ * makes it; -1 with errno, or the descriptor. */
+GAIA_HIDDEN long gaia_openat2(const long *a, long (*call)(const long *a));
 GAIA_HIDDEN int gaia_fd_keep(int fd);
 /* Stops keeping fd and closes it. */
 GAIA_HIDDEN void gaia_fd_release(int fd);

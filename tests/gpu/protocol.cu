@@ -19,6 +19,7 @@
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -720,7 +721,7 @@ static void case_truncated_while_mapped(void)
  * the shim's copies, which must neither fault (SIGBUS) nor hand a kernel
  * anything but the file's bytes. */
 /* RESIZE_OPEN_OTHER takes turns: openat, creat, syscall(SYS_openat),
- * freopen. */
+ * freopen, syscall(SYS_openat2). */
 enum resize_way { RESIZE_FTRUNCATE, RESIZE_TRUNCATE, RESIZE_OPEN_TRUNC, RESIZE_FOPEN_W, RESIZE_OPEN_OTHER };
 struct resizer {
 	int fd;
@@ -755,7 +756,7 @@ static void *resize_loop(void *arg)
 				fclose(f);
 			} else {
 				int fd = -1;
-				switch (r->rounds % 4) {
+				switch (r->rounds % 5) {
 				case 0:
 					fd = openat(AT_FDCWD, name, O_RDWR | O_TRUNC);
 					break;
@@ -765,6 +766,13 @@ static void *resize_loop(void *arg)
 				case 2:
 					fd = (int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_TRUNC, 0);
 					break;
+				case 4: {
+					struct open_how how;
+					memset(&how, 0, sizeof(how));
+					how.flags = O_RDWR | O_TRUNC;
+					fd = (int)syscall(SYS_openat2, AT_FDCWD, name, &how, sizeof(how));
+					break;
+				}
 				default: {
 					FILE *f = fopen(name, "r");
 					CHECK(f, "fopen: %s", strerror(errno));
@@ -774,7 +782,7 @@ static void *resize_loop(void *arg)
 					fclose(f);
 				}
 				}
-				CHECK(fd >= 0, "opening to empty (way %u): %s", r->rounds % 4, strerror(errno));
+				CHECK(fd >= 0, "opening to empty (way %u): %s", r->rounds % 5, strerror(errno));
 				close(fd);
 			}
 			unsigned char first[PAGE];
