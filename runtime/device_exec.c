@@ -539,7 +539,8 @@ static int commit_around(struct device_exec *x, struct lrc_region *engine, const
  * gather that fails gives way to page-by-page merges; a merge that still
  * fails holds back its pages' commits (failed_merges) and is reported. */
 /* The answers diff_start queued for device d: dropped before a run's
- * first diff there unless the run takes them, and after it in any case. */
+ * first diff there unless the run takes them (device_exec_run_diffs,
+ * which drops what it left after). */
 static void drop_started(struct device_exec *x, int d)
 {
 	if (x->ops->diff_start && x->ops->diff_drop && x->replica[d])
@@ -578,13 +579,15 @@ int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc
 	int first_rc = 0;
 	bool gather_failed = false;
 	struct failed_merges failed = {0};
-	bool diffed[TSVT_MAX_DEVICES] = {false};
+	bool dropped[TSVT_MAX_DEVICES] = {false};
 	for (size_t i = 0; i < plan->count; i++) {
 		const struct lrc_action *act = &plan->items[i];
-		if (act->kind == LRC_DIFF && act->dev < TSVT_MAX_DEVICES && !diffed[act->dev]) {
-			diffed[act->dev] = true;
-			if (!x->take_started)
-				drop_started(x, act->dev);
+		/* Queued answers serve only device_exec_run_diffs (which drops
+		 * what it did not take itself). */
+		if (act->kind == LRC_DIFF && !x->take_started && act->dev < TSVT_MAX_DEVICES &&
+		    !dropped[act->dev]) {
+			dropped[act->dev] = true;
+			drop_started(x, act->dev);
 		}
 		/* A snapshot release's merges come down as replica and base, by
 		 * copies: the gather is a kernel, and the program's kernels
@@ -622,9 +625,6 @@ int device_exec_run(struct device_exec *x, struct lrc_region *engine, struct lrc
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
-	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
-		if (diffed[d])
-			drop_started(x, d);
 	lrc_plan_reset(plan);
 	return first_rc;
 }

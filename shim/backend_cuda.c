@@ -572,6 +572,11 @@ void cuda_replica_settle_diffs(struct cuda_replica *r)
 	r->diff_in_flight = false;
 }
 
+static bool overlap(const struct cuda_started_diff *d, uint64_t first, uint64_t npages)
+{
+	return d->first < first + npages && first < d->first + d->npages;
+}
+
 /* Queued ahead of a sync (device_ops.diff_start): the kernel on the diff
  * stream, after what the shim's stream holds; nothing waits for it here.
  * An earlier answer for pages it covers is forgotten: the new one lands
@@ -604,7 +609,7 @@ static int replica_diff_start(void *rep, uint64_t first, uint64_t npages)
 	shim_streams[i].diff_queued = true;
 	pthread_mutex_unlock(&shim_streams_lock);
 	for (unsigned k = 0; k < r->nstarted;) {
-		if (r->started[k].first < first + npages && first < r->started[k].first + r->started[k].npages)
+		if (overlap(&r->started[k], first, npages))
 			r->started[k] = r->started[--r->nstarted];
 		else
 			k++;
@@ -632,7 +637,7 @@ static bool take_started(struct cuda_replica *r, uint64_t first, uint64_t npages
 		const struct cuda_started_diff *d = &r->started[i];
 		if (d->first == first && d->npages == npages)
 			taken = d->writes == r->writes;
-		else if (!(d->first < first + npages && first < d->first + d->npages)) {
+		else if (!overlap(d, first, npages)) {
 			i++;
 			continue;
 		}
