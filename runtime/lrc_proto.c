@@ -99,6 +99,12 @@ again:
 		if (!(learned && existed))
 			h->learn(r);
 		int made = h->ensure_replica(r, dev);
+		if (made == LRC_IN_PLACE) {
+			/* The kernels read the region where it is: the CPU's
+			 * release above is all a launch does for it. */
+			h->launched(h->ctx, r, dev, 0);
+			continue;
+		}
 		if (made) {
 			/* Its pointers would reach no device memory: the launch is
 			 * refused, with the cause. */

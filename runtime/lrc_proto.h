@@ -45,6 +45,9 @@ enum lrc_want {
 	LRC_WANT_NEEDED,  /* an argument points into it: no replica refuses the launch */
 };
 
+/* ensure_replica's answer for a region the device reads in place. */
+#define LRC_IN_PLACE 1
+
 /* Why a launch waits for the kernels running on its device. */
 enum lrc_wait {
 	LRC_WAIT_CHANGE, /* it would change bytes they may use */
@@ -79,7 +82,9 @@ struct lrc_host {
 	enum lrc_want (*wants)(void *ctx, void *region);
 	/* The CPU's writes and other processes' changes reach the engine. */
 	void (*learn)(void *region);
-	/* 0, or -errno: why dev can have no replica of region. */
+	/* 0 (dev has a replica), LRC_IN_PLACE (dev's kernels reach the
+	 * region's own pages, nothing to move: no replica, no epoch), or
+	 * -errno: why dev can have no replica of region. */
 	int (*ensure_replica)(void *region, int dev);
 	/* Whether actions of these kinds (LRC_MOVES_*) on region's replica on
 	 * dev must wait for the kernels launched earlier there. */

@@ -25,6 +25,7 @@ struct fake_region {
 	bool present;
 	bool holds[NDEV];
 	int replica_err;      /* ensure_replica's answer for a new replica */
+	bool in_place;        /* the devices read it in place (LRC_IN_PLACE) */
 	enum lrc_want want;
 	int fail_launch_runs; /* this many launch plans fail (-EIO) */
 	unsigned launch_runs, fail_run_no; /* launch plans carried out; the one (1-based) that fails */
@@ -118,6 +119,8 @@ static int f_ensure_replica(void *region, int dev)
 	assert_true(fake_of->locked);
 	if (r->holds[dev])
 		return 0;
+	if (r->in_place)
+		return LRC_IN_PLACE;
 	if (r->replica_err)
 		return r->replica_err;
 	if (fake_of->creating_waits && fake_of->devs->busy[dev])
@@ -211,9 +214,9 @@ static void f_launched(void *ctx, void *region, int dev, int moved)
 {
 	struct fake_region *r = region;
 	(void)ctx;
-	(void)moved;
 	assert_true(fake_of->locked);
-	assert_true(r->holds[dev]);
+	assert_true(r->holds[dev] || r->in_place);
+	assert_true(moved == 0 || !r->in_place);
 	r->launched++;
 }
 
@@ -511,6 +514,32 @@ static void test_a_needed_region_without_replica_refuses_the_launch(void **state
 	world_free(w);
 }
 
+/* A region the device reads in place: the launch learns it (the CPU's
+ * release) and reports it launched, plans and moves nothing for it, and
+ * no sync releases it; the region next to it is acquired as ever. */
+static void test_a_region_read_in_place_moves_nothing(void **state)
+{
+	(void)state;
+	struct world *w = world_new(2, LRC_SHARED);
+	struct fake_region *z = &w->f.r[0], *r = &w->f.r[1];
+	z->in_place = true;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(lrc_proto_launch(&w->host, &w->devs, 0), 0);
+		assert_int_equal(lrc_proto_sync(&w->host, &w->devs, 0, false), 0);
+	}
+	assert_int_equal(z->learned, 2);
+	assert_int_equal(z->launched, 2);
+	assert_int_equal(z->launch_runs, 0);
+	assert_int_equal(z->uploaded, 0);
+	assert_int_equal(z->released, 0);
+	assert_false(z->h->region.epoch_open[0]);
+	assert_false(z->holds[0]);
+	assert_int_equal(r->launched, 2);
+	assert_int_equal(r->uploaded, 4);
+	assert_int_equal(w->devs.busy[0], false);
+	world_free(w);
+}
+
 static void test_a_failed_upload_refuses_and_the_device_forgets(void **state)
 {
 	(void)state;
@@ -636,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_region_unmapped_while_the_launch_waits),
 		cmocka_unit_test(test_a_needed_region_without_replica_refuses_the_launch),
 		cmocka_unit_test(test_a_failed_upload_refuses_and_the_device_forgets),
+		cmocka_unit_test(test_a_region_read_in_place_moves_nothing),
 		cmocka_unit_test(test_sync_releases_device_writes_and_settles_unlocked),
 		cmocka_unit_test(test_rebase_while_kernels_run_settles_after_the_lock),
 		cmocka_unit_test(test_sync_waits_for_its_comparisons_unlocked),
