@@ -48,9 +48,14 @@
 	INT(MIN_MAP_KB, min_map_kb, 64, 4, 1073741824,                                  \
 	    "smallest mapping managed, in KiB; smaller ones pass through")              \
 	ENUM(BACKING, backing, AUTO,                                                    \
-	     "device replica: driver virtual memory at the same address (vmm), "        \
-	     "managed memory, or probe at start-up (auto); vmm and auto initialise "    \
-	     "the driver before a CUDA program's first managed mapping")                \
+	     "how kernels reach a region: a replica in driver virtual memory at the "   \
+	     "same address (vmm) or in managed memory; pinned = regions no kernel can " \
+	     "write (MAP_SHARED without PROT_WRITE) are read in place from the page "   \
+	     "cache (a read-only registration; zero copy), the others as auto; auto = " \
+	     "a replica (vmm where the driver allows), except a read-only region "      \
+	     "larger than half the device's free memory, or with no room left for its " \
+	     "replica, which is read in place; vmm and auto initialise the driver "     \
+	     "before a CUDA program's first managed mapping")                           \
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
 	     "bits, or the best the kernel offers (auto)")                              \
@@ -73,7 +78,8 @@
 /* The words of each ENUM knob, in index order: W(NAME, CONSTANT, "word").
  * Each word becomes the constant GAIA_<NAME>_<CONSTANT> (its index). */
 #define GAIA_ENV_WORDS_BACKING(W)                                                       \
-	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")
+	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")  \
+	W(BACKING, PINNED, "pinned")
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")

@@ -15,6 +15,7 @@
 	X(teardown_waits, "waits", "waits (without the shim's locks) for kernels that may use a mapping being unmapped or made writable") \
 	X(running_rebases, "launches", "launches that rebased regions on the device while kernels launched earlier ran (GAIA_RUNNING_KERNELS=shared)") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
+	X(pinned_regions, "regions", "regions kernels read in place from the page cache (read-only registrations: no replica, nothing uploaded)") \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access")        \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
 	X(device_dirty_pages, "pages", "pages a device wrote, found by diffing")     \

@@ -76,7 +76,12 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(kernel_param_info, "cuKernelGetParamInfo", PFN_cuKernelGetParamInfo_v12040, OPT)                      \
 	X(func_load, "cuFuncLoad", PFN_cuFuncLoad_v12040, OPT)                                                  \
 	X(error_name, "cuGetErrorName", PFN_cuGetErrorName_v6000, OPT)                                          \
-	X(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", PFN_cuThreadExchangeStreamCaptureMode_v10010, OPT)
+	X(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode", PFN_cuThreadExchangeStreamCaptureMode_v10010, OPT) \
+	X(device_get_attribute, "cuDeviceGetAttribute", PFN_cuDeviceGetAttribute_v2000, OPT)                   \
+	X(mem_get_info, "cuMemGetInfo_v2", PFN_cuMemGetInfo_v3020, OPT)                                         \
+	X(host_register, "cuMemHostRegister_v2", PFN_cuMemHostRegister_v6050, OPT)                              \
+	X(host_unregister, "cuMemHostUnregister", PFN_cuMemHostUnregister_v4000, OPT)                           \
+	X(host_device_pointer, "cuMemHostGetDevicePointer_v2", PFN_cuMemHostGetDevicePointer_v3020, OPT)
 
 struct cuda_calls {
 #define CUDA_CALL_FIELD(field, name, type, role) type field;

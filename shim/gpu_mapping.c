@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend_cuda.h"
 #include "gpu_mapping.h"
@@ -46,10 +47,12 @@ static uint64_t now_ns(void)
 
 /* --- choosing a backing --- */
 
+/* The backing of a replica: the knob's, or (auto, and pinned for the
+ * regions it does not read in place) the probe's. */
 static int backing_for(int device)
 {
 	int knob = gaia_config()->backing;
-	if (knob != GAIA_BACKING_AUTO)
+	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED)
 		return knob;
 	if (chosen_backing < 0) {
 		const char *why = gpu_vmm_probe(device);
@@ -172,13 +175,104 @@ static const char *vmm_failure_reason(int rc)
 	}
 }
 
-/* 0, or -errno: why dev can have no replica of m (kept: not tried again). */
+/* --- reading in place --- */
+
+/* Whether dev's kernels may read m in place (gpu_pinned.c) at all: NULL,
+ * or why not. */
+static const char *in_place_refused(const struct gaia_mapping *m, int dev)
+{
+	if (m->engine.flags & LRC_WRITABLE)
+		return "kernels may write it (the mapping has PROT_WRITE), and a registration the "
+		       "GPU writes must be writable, which the driver refuses for files";
+	if ((m->flags & MAP_TYPE) != MAP_SHARED)
+		return "a private mapping (its pages may become the process's own copies)";
+	if (gpu_mapping_any_replica(m))
+		return "a device holds a replica of it already";
+	if (m->engine.live.count != 1 || m->engine.live.items[0].first != 0 ||
+	    m->engine.live.items[0].end != m->len / PG)
+		return "part of it was unmapped";
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && psize > 0 && m->len > (uint64_t)pages * (uint64_t)psize / 2)
+		return "it is larger than half the machine's memory, all of which a registration pins";
+	return gpu_pinned_probe(dev);
+}
+
+/* Whether dev's kernels read m in place rather than from a replica
+ * (GAIA_BACKING: pinned, every region that may; auto, such a region
+ * larger than half the device's free memory, or with no room left for a
+ * replica: no_room); the reason goes to *why, either way. */
+static bool reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, char *why, size_t n)
+{
+	int knob = gaia_config()->backing;
+	*why = 0;
+	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED)
+		return false;
+	const char *refused = in_place_refused(m, dev);
+	if (refused) {
+		snprintf(why, n, "not read in place: %s", refused);
+		return false;
+	}
+	if (knob == GAIA_BACKING_PINNED) {
+		snprintf(why, n, "GAIA_BACKING=pinned");
+		return true;
+	}
+	if (no_room) {
+		snprintf(why, n, "no device memory left for a replica");
+		return true;
+	}
+	size_t free_bytes = gpu_device_free_bytes();
+	if (free_bytes && m->len > free_bytes / 2) {
+		snprintf(why, n, "%zu MiB, more than half the %zu MiB the device has free", m->len >> 20,
+			 free_bytes >> 20);
+		return true;
+	}
+	snprintf(why, n, "%zu MiB of the %zu MiB the device has free: a replica", m->len >> 20, free_bytes >> 20);
+	return false;
+}
+
+/* LRC_IN_PLACE when dev's kernels now read m in place; else the error. */
+static int read_in_place(struct gaia_mapping *m, int dev, const char *why)
+{
+	bool first = !m->pinned;
+	int rc = gpu_pinned_register(m, dev);
+	if (rc) {
+		gaia_info("%s: cannot be read in place by device %d (%s): %s", m->path, dev, why, strerror(-rc));
+		return rc;
+	}
+	if (first)
+		stats_add(GAIA_STAT_pinned_regions, 1);
+	gaia_info("%s: device %d reads it in place from the page cache, %zu KiB (a read-only registration; "
+		  "nothing uploaded): %s", m->path, dev, m->len / 1024, why);
+	return LRC_IN_PLACE;
+}
+
+/* 0 (a replica), LRC_IN_PLACE, or -errno: why dev can have no replica of
+ * m (kept: not tried again). */
 static int ensure_replica(struct gaia_mapping *m, int dev)
 {
 	if (m->replicas[dev])
 		return 0;
+	if (m->pinned_dptr[dev])
+		return LRC_IN_PLACE;
 	if (m->replica_failed[dev])
 		return m->replica_failed[dev];
+	char why[192];
+	if (m->pinned) {
+		/* Registered for every device: a replica at the same address
+		 * cannot be had next to it. */
+		const char *no = gpu_pinned_probe(dev);
+		if (no)
+			gaia_warn("%s: read in place by another device, and device %d cannot (%s): launches "
+				  "there that pass pointers into it are refused", m->path, dev, no);
+		int rc = no ? -ENOTSUP : read_in_place(m, dev, "read in place by another device");
+		if (rc != LRC_IN_PLACE)
+			m->replica_failed[dev] = rc;
+		return rc;
+	}
+	if (reads_in_place(m, dev, false, why, sizeof(why)) && read_in_place(m, dev, why) == LRC_IN_PLACE)
+		return LRC_IN_PLACE;
+	if (*why)
+		gaia_info("%s: device %d: %s", m->path, dev, why);
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -195,6 +289,11 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	if (rc)
 		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
 					 m->exec.writable, 0, 0, 0);
+	if (rc == -ENOMEM && reads_in_place(m, dev, true, why, sizeof(why)) &&
+	    read_in_place(m, dev, why) == LRC_IN_PLACE) {
+		free(r);
+		return LRC_IN_PLACE;
+	}
 	if (rc) {
 		gaia_warn("%s: no replica on device %d (%s); launches there that pass pointers "
 			  "into it are refused", m->path, dev, strerror(-rc));
@@ -356,17 +455,18 @@ unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 		for (const struct gaia_mapping *m = mappings; m; m = m->next) {
 			if (!overlaps(m, addr, len) || (read_only_only && (m->engine.flags & LRC_WRITABLE)))
 				continue;
-			if (!held && gpu_mapping_any_replica(m)) {
+			if (!held && (gpu_mapping_any_replica(m) || m->pinned)) {
 				/* From now on new launches wait for the
 				 * caller to be done. */
 				drain_begin_locked();
 				held = 1;
 			}
 			for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
-				if (!m->replicas[d] || wait[d] || device_idle_locked(d))
+				if ((!m->replicas[d] && !m->pinned_dptr[d]) || wait[d] || device_idle_locked(d))
 					continue;
 				wait[d] = any = true;
-				ctx[d] = ((const struct cuda_replica *)m->replicas[d])->ctx;
+				ctx[d] = m->replicas[d] ? ((const struct cuda_replica *)m->replicas[d])->ctx
+							: m->pinned_dev_ctx[d];
 				snprintf(path[d], sizeof(path[d]), "%s", m->path);
 			}
 		}
@@ -404,8 +504,21 @@ unsigned gpu_mappings_quiesce(const void *addr, size_t len, bool read_only_only)
 	return held;
 }
 
+/* A region read in place: its registration goes once the kernels that
+ * may read it have ended (gpu_mappings_quiesce waited for them without the
+ * lock, unless the device got a launch since). */
+static void forget_in_place(struct gaia_mapping *m)
+{
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
+		if (m->pinned_dptr[d] && !device_idle_locked(d))
+			(void)cuda_ctx_synchronize(m->pinned_dev_ctx[d]);
+	gpu_pinned_unregister(m);
+}
+
 void gpu_mapping_forget_locked(struct gaia_mapping *m)
 {
+	if (m->pinned)
+		forget_in_place(m);
 	if (!gpu_mapping_any_replica(m))
 		return;
 	/* What kernels wrote and no sync released yet reaches the file now:
@@ -487,7 +600,9 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 {
 	/* The child has no device context: the parent's replicas are not its
 	 * own (their host memory is, and is freed), and the engine forgets
-	 * every device (the FREE actions that emits are the parent's to do). */
+	 * every device (the FREE actions that emits are the parent's to do).
+	 * A registration for reading in place is the parent's too. */
+	gpu_pinned_after_fork(m);
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && lrc_device_forget(&m->engine, d, &m->plan))
 			gaia_error("after fork: %s: cannot forget device %d's copy", m->path, d);
@@ -797,8 +912,9 @@ static bool host_needs_idle(void *region, int dev, unsigned kinds, uint64_t reba
 static bool host_creating_needs_idle(void *region, int dev)
 {
 	const struct gaia_mapping *m = region;
-	return !m->replicas[dev] && !m->replica_failed[dev] && backing_for(dev) == GAIA_BACKING_VMM &&
-	       !gpu_vmm_refused(m);
+	char why[192];
+	return !m->replicas[dev] && !m->replica_failed[dev] && !m->pinned && backing_for(dev) == GAIA_BACKING_VMM &&
+	       !gpu_vmm_refused(m) && !reads_in_place(m, dev, false, why, sizeof(why));
 }
 
 static int host_run_plan(void *region, int dev, enum lrc_run why)
@@ -844,6 +960,12 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	struct host_call *c = ctx;
 	struct gaia_mapping *m = region;
 	struct cuda_replica *r = m->replicas[dev];
+	if (!r) {
+		/* Read in place: at the address the driver gave it there. */
+		if (m->pinned_dptr[dev] != m->start && c->nout < c->out_capacity)
+			c->out[c->nout++] = (struct gpu_translation){m->start, m->start + m->len, m->pinned_dptr[dev]};
+		return;
+	}
 	if (moved)
 		gaia_error("bringing %s to device %d failed: %s; the launch is refused", m->path, dev,
 			   strerror(-moved));

@@ -73,6 +73,19 @@ GAIA_HIDDEN int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size
 GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_rearm(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
+/* Regions kernels read in place (gpu_pinned.c). Why dev cannot read a
+ * read-only registration of host memory (NULL: it can; probed once). */
+GAIA_HIDDEN const char *gpu_pinned_probe(int dev);
+/* Registers m read-only with the driver, once for every device, and
+ * records the address dev's kernels reach it at (m->pinned_dptr[dev]), in
+ * the current context. 0 or -errno. */
+GAIA_HIDDEN int gpu_pinned_register(struct gaia_mapping *m, int dev);
+/* Undoes the registration (the kernels that may read it have ended). */
+GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
+/* In a forked child: the parent's registration is not this process's. */
+GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
+/* The current context's device's free memory in bytes (0: unknown). */
+GAIA_HIDDEN size_t gpu_device_free_bytes(void);
 /* A device replica exists in this process: reads may be served by one. */
 GAIA_HIDDEN void gpu_peer_enable(void);
 

@@ -37,6 +37,14 @@ struct gaia_mapping {
 	void *replicas[TSVT_MAX_DEVICES];
 	int replica_failed[TSVT_MAX_DEVICES]; /* -errno of the failed creation, or 0 */
 	uint8_t *store_view;
+	/* Read in place (gpu_pinned.c): the program's pages registered
+	 * read-only with the driver in context pinned_ctx; device d's kernels
+	 * reach them at pinned_dptr[d] (0: d has not used them), and d last
+	 * used them in context pinned_dev_ctx[d]. No replica on any device. */
+	bool pinned;
+	void *pinned_ctx;
+	uint64_t pinned_dptr[TSVT_MAX_DEVICES];
+	void *pinned_dev_ctx[TSVT_MAX_DEVICES];
 	/* exec counters as the last launch or release saw them (gpu_mapping.c) */
 	uint64_t uploaded_seen, merged_seen, conflicts_seen;
 	/* PROT_NONE reservation after the mapping, to GAIA_VMM_SPAN_MIN past

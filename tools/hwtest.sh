@@ -212,6 +212,20 @@ for c in "${cases[@]}"; do
 	done
 done
 
+# Regions read in place (a read-only registration of the page cache):
+# GAIA_BACKING=pinned, and auto where the file is larger than half the
+# device's free memory (the cases map 256 MiB: on the simulator a 64 MiB
+# device; on a GPU auto gives such a file a replica).
+for c in in_place_sparse in_place_then_writable in_place_remapped kernel_writes_in_place; do
+	for b in pinned auto; do
+		[[ $quick == 1 && $b == auto ]] && continue
+		# a GPU's free memory holds the file: auto gives it a replica,
+		# which drops a kernel's store instead of faulting
+		[[ $c == kernel_writes_in_place && $b == auto && $target == gpu ]] && continue
+		run "protocol $c" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" SIMGPU_MEM_MB=64 -- "$protocol" "$c"
+	done
+done
+
 # ---- the workloads: inputs as bench_mosaic.sh and the gunrock tests make them
 images=32768 rows=4 cols=8 scale=14
 [[ $quick == 1 ]] && images=2048 rows=1 cols=4 scale=10

@@ -1,0 +1,125 @@
+/* Regions kernels read in place (research/gpu_ondemand.md §4, mode Z):
+ * the program's own mapping registered with the driver read-only
+ * (cuMemHostRegister with CU_MEMHOSTREGISTER_READ_ONLY | DEVICEMAP |
+ * PORTABLE), so that a kernel's loads reach the page cache over the bus,
+ * only where it reads. No replica, nothing uploaded at a launch, nothing
+ * compared at a sync: the region has one copy, the page cache.
+ *
+ * Only for regions no kernel can write (MAP_SHARED without PROT_WRITE):
+ * the driver refuses a writable long-term pin of a file the kernel tracks
+ * dirty pages of (docs/hardware.md, Z1.rw), and a kernel's store to a
+ * read-only registration is a fatal fault. A MAP_SHARED mapping only: a
+ * private one's pages may become the process's own copies.
+ *
+ * Everything runs under mapping_lock. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend_cuda_internal.h"
+#include "gpu_mapping.h"
+#include "mapping_internal.h"
+
+/* Per device: 0 not probed, 1 can, else -1 (why_not says why). */
+static int probed[TSVT_MAX_DEVICES];
+static const char *why_not[TSVT_MAX_DEVICES];
+static bool host_pointer[TSVT_MAX_DEVICES]; /* kernels use the host's address */
+
+static int attribute(CUdevice_attribute a, int dev, int *value)
+{
+	*value = 0;
+	return CU_CHECK(drv.device_get_attribute(value, a, (CUdevice)dev), "cuDeviceGetAttribute");
+}
+
+const char *gpu_pinned_probe(int dev)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return "no such device";
+	if (probed[dev])
+		return probed[dev] > 0 ? NULL : why_not[dev];
+	int ro = 0, reg = 0, same = 0;
+	const char *why = NULL;
+	if (!drv.device_get_attribute || !drv.host_register || !drv.host_unregister || !drv.host_device_pointer)
+		why = "the driver lacks cuMemHostRegister, cuMemHostUnregister, cuMemHostGetDevicePointer or "
+		      "cuDeviceGetAttribute";
+	else if (attribute(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, dev, &reg) || !reg)
+		why = "the device cannot map registered host memory (HOST_REGISTER_SUPPORTED is 0)";
+	else if (attribute(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, dev, &ro) || !ro)
+		why = "the device cannot map host memory read-only (READ_ONLY_HOST_REGISTER_SUPPORTED is 0)";
+	else
+		(void)attribute(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, dev, &same);
+	host_pointer[dev] = same != 0;
+	why_not[dev] = why;
+	probed[dev] = why ? -1 : 1;
+	return why;
+}
+
+size_t gpu_device_free_bytes(void)
+{
+	size_t free_bytes = 0, total = 0;
+	if (!drv.mem_get_info || CU_CHECK(drv.mem_get_info(&free_bytes, &total), "cuMemGetInfo"))
+		return 0;
+	return free_bytes;
+}
+
+static uint64_t live_pages(const struct gaia_mapping *m)
+{
+	const struct range_set *live = &m->engine.live;
+	return live->count == 1 ? live->items[0].end - live->items[0].first : 0;
+}
+
+int gpu_pinned_register(struct gaia_mapping *m, int dev)
+{
+	if (!m->pinned) {
+		if (live_pages(m) != m->len / GAIA_PAGE || m->engine.live.items[0].first != 0)
+			return -EINVAL; /* partly unmapped: the driver pins whole ranges */
+		CUcontext ctx = NULL;
+		if (CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (registering a region)") || !ctx)
+			return -ENODEV;
+		unsigned flags = CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_DEVICEMAP |
+				 CU_MEMHOSTREGISTER_PORTABLE;
+		CUresult rc = drv.host_register((void *)m->start, m->len, flags);
+		if (rc != CUDA_SUCCESS) {
+			gaia_info("%s: cuMemHostRegister(READ_ONLY | DEVICEMAP | PORTABLE, %zu KiB) failed: %s",
+				  m->path, m->len / 1024, cuda_error_name(rc));
+			return cuda_errno_of(rc) ? cuda_errno_of(rc) : -EIO;
+		}
+		m->pinned = true;
+		m->pinned_ctx = ctx;
+	}
+	if (m->pinned_dptr[dev])
+		return 0;
+	CUdeviceptr p = (CUdeviceptr)m->start;
+	if (!host_pointer[dev] &&
+	    CU_CHECK(drv.host_device_pointer(&p, (void *)m->start, 0), "cuMemHostGetDevicePointer (a region read in place)"))
+		return -EIO;
+	CUcontext ctx = NULL;
+	(void)drv.ctx_get_current(&ctx);
+	m->pinned_dptr[dev] = (uint64_t)p;
+	m->pinned_dev_ctx[dev] = ctx;
+	return 0;
+}
+
+void gpu_pinned_unregister(struct gaia_mapping *m)
+{
+	if (!m->pinned)
+		return;
+	struct cuda_replica as = {.ctx = m->pinned_ctx};
+	struct ctx_switch c = cuda_enter_ctx(&as);
+	(void)CU_FREE(drv.host_unregister((void *)m->start), "cuMemHostUnregister (a region read in place)");
+	cuda_leave_ctx(c);
+	m->pinned = false;
+	m->pinned_ctx = NULL;
+	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
+	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));
+}
+
+void gpu_pinned_after_fork(struct gaia_mapping *m)
+{
+	/* The parent's registration: the child has no context to undo it in. */
+	m->pinned = false;
+	m->pinned_ctx = NULL;
+	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
+	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));
+}
