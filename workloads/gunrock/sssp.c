@@ -127,7 +127,9 @@ static int64_t h2d_bytes(void)
     struct simgpu_stats s;
     if (!get || cudaGetDevice(&dev) != cudaSuccess || get(dev, &s) != 0)
         return -1;
-    return (int64_t)(s.htod_bytes + s.uvm_migrated_bytes);
+    /* copies, migrations, and kernels' loads from host memory (a region
+     * the shim lets kernels read in place) */
+    return (int64_t)(s.htod_bytes + s.uvm_migrated_bytes + s.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_HOST_ACCESS]);
 }
 
 /* Reads file bytes into managed memory through a host buffer. read(2)

@@ -46,18 +46,21 @@ export SIMGPU_MEM_MB=$((2 * db_mib + 256 > 1024 ? 2 * db_mib + 256 : 1024))
 
 declare -A R     # R[<prog>.<mode>.<key>] = value, from the programs' key=value lines
 
-# run_mode PROG MODE ARGS...: runs `repeat` times, keeps the best time
+# run_mode PROG MODE ARGS...: runs `repeat` times, keeps the best time;
+# results go to R[<label>.<mode>.<key>], label = $label or PROG
+label=
 run_mode() {
 	local prog=$1 mode=$2 i line kv k v best= pre=() status=ok
+	local key=${label:-$prog}
 	shift 2
 	if [[ $mode == gaia ]]; then
-		rm -f "$out/$prog.gaia.stats"
-		pre=(env "LD_PRELOAD=$shim" "GAIA_STATS=$out/$prog.gaia.stats")
+		rm -f "$out/$key.gaia.stats"
+		pre=(env "LD_PRELOAD=$shim" "GAIA_STATS=$out/$key.gaia.stats")
 	fi
 	for ((i = 0; i < repeat; i++)); do
 		local extra=()
 		[[ $i -eq 0 ]] && extra=(--verify)
-		line=$("${pre[@]}" "$@" "${extra[@]}" 2>"$out/$prog.$mode.err" | grep "^$prog: mode=")
+		line=$("${pre[@]}" "$@" "${extra[@]}" 2>"$out/$key.$mode.err" | grep "^$prog: mode=")
 		if [[ ${PIPESTATUS[0]} -ne 0 || $line != *"status=ok"* ]]; then
 			status=failed
 			break
@@ -68,18 +71,19 @@ run_mode() {
 			if [[ $k == time_s ]]; then
 				[[ -z $best ]] || awk -v a="$v" -v b="$best" 'BEGIN { exit !(a < b) }' && best=$v
 			elif [[ $i -eq 0 ]]; then
-				R[$prog.$mode.$k]=$v
+				R[$key.$mode.$k]=$v
 			fi
 		done
 	done
-	R[$prog.$mode.status]=$status
-	R[$prog.$mode.time_s]=${best:-nan}
+	R[$key.$mode.status]=$status
+	R[$key.$mode.time_s]=${best:-nan}
 	if [[ $status == failed ]]; then
-		echo "  $prog $mode: failed: $(tail -n 1 "$out/$prog.$mode.err")"
+		echo "  $key $mode: failed: $(tail -n 1 "$out/$key.$mode.err")"
 	fi
-	if [[ $mode == gaia && -f $out/$prog.gaia.stats ]]; then
-		R[$prog.gaia.merged_pages]=$(awk '$1 == "gaia:" && $2 == "merged_pages" { print $3 }' "$out/$prog.gaia.stats")
-		R[$prog.gaia.gaia_h2d_bytes]=$(awk '$1 == "gaia:" && $2 == "h2d_bytes" { print $3 }' "$out/$prog.gaia.stats")
+	if [[ $mode == gaia && -f $out/$key.gaia.stats ]]; then
+		R[$key.gaia.merged_pages]=$(awk '$1 == "gaia:" && $2 == "merged_pages" { print $3 }' "$out/$key.gaia.stats")
+		R[$key.gaia.gaia_h2d_bytes]=$(awk '$1 == "gaia:" && $2 == "h2d_bytes" { print $3 }' "$out/$key.gaia.stats")
+		R[$key.gaia.pinned_regions]=$(awk '$1 == "gaia:" && $2 == "pinned_regions" { print $3 }' "$out/$key.gaia.stats")
 	fi
 }
 
@@ -103,6 +107,16 @@ for m in "${collage_modes[@]}"; do
 	[[ $m == copy ]] && args+=(--out "$out/collage.png")
 	run_mode collage "$m" "$collage" "${args[@]}"
 done
+# the same database on a device with a quarter of its size (copy mode
+# cannot run there)
+mem4x=$((db_mib / 4))
+echo "collage, device memory $mem4x MiB (the database is 4x that)"
+collage4x_modes=(managed gaia)
+label=collage4x
+for m in "${collage4x_modes[@]}"; do
+	SIMGPU_MEM_MB=$mem4x run_mode collage "$m" "$collage" run --db "$out/data/db" --input "$out/data/input.png" --mode "$m"
+done
+label=
 echo "stitch"
 stitch_modes=(cpu managed gaia)
 for m in "${stitch_modes[@]}"; do
@@ -113,21 +127,31 @@ done
 
 # ---- tables and CSV
 db_bytes=$(val collage.cpu.db_bytes)
-echo
-echo "collage: $images tiny images ($(mib collage.cpu.db_bytes) MiB database), 1024x768 input = 768 tiles"
-printf "%-8s %-7s %9s %10s %11s %12s %10s %10s %10s %9s\n" mode status time_s read_MiB to_gpu_MiB gaia_h2d_MiB touched_MiB h2d_MiB uvm_faults identical
-csv=$out/collage.csv
-echo "mode,status,time_s,file_read_bytes,db_to_gpu_bytes,gaia_h2d_bytes,touched_bytes,h2d_bytes,uvm_faults,uvm_migrated_bytes,identical" >"$csv"
-for m in "${collage_modes[@]}"; do
-	printf "%-8s %-7s %9s %10s %11s %12s %10s %10s %10s %9s\n" "$m" "$(val collage.$m.status)" "$(val collage.$m.time_s)" \
-		"$(mib collage.$m.file_read_bytes)" "$(mib collage.$m.db_to_gpu_bytes)" "$(mib collage.$m.gaia_h2d_bytes)" \
-		"$(mib collage.$m.touched_bytes)" "$(mib collage.$m.h2d_bytes)" "$(val collage.$m.uvm_faults)" "$(val collage.$m.identical)"
-	echo "$m,$(val collage.$m.status),$(val collage.$m.time_s),$(val collage.$m.file_read_bytes),$(val collage.$m.db_to_gpu_bytes),$(val collage.$m.gaia_h2d_bytes),$(val collage.$m.touched_bytes),$(val collage.$m.h2d_bytes),$(val collage.$m.uvm_faults),$(val collage.$m.uvm_migrated_bytes),$(val collage.$m.identical)" >>"$csv"
-done
+# collage_table LABEL TITLE CSV MODES...
+collage_table() {
+	local l=$1 title=$2 csv=$3 m
+	shift 3
+	echo
+	echo "$title"
+	printf "%-8s %-7s %9s %10s %11s %12s %11s %10s %10s %10s %9s\n" mode status time_s read_MiB to_gpu_MiB gaia_h2d_MiB host_read_MiB touched_MiB h2d_MiB uvm_faults identical
+	echo "mode,status,time_s,file_read_bytes,db_to_gpu_bytes,gaia_h2d_bytes,host_read_bytes,touched_bytes,h2d_bytes,uvm_faults,uvm_migrated_bytes,identical" >"$csv"
+	for m in "$@"; do
+		printf "%-8s %-7s %9s %10s %11s %12s %11s %10s %10s %10s %9s\n" "$m" "$(val $l.$m.status)" "$(val $l.$m.time_s)" \
+			"$(mib $l.$m.file_read_bytes)" "$(mib $l.$m.db_to_gpu_bytes)" "$(mib $l.$m.gaia_h2d_bytes)" "$(mib $l.$m.host_read_bytes)" \
+			"$(mib $l.$m.touched_bytes)" "$(mib $l.$m.h2d_bytes)" "$(val $l.$m.uvm_faults)" "$(val $l.$m.identical)"
+		echo "$m,$(val $l.$m.status),$(val $l.$m.time_s),$(val $l.$m.file_read_bytes),$(val $l.$m.db_to_gpu_bytes),$(val $l.$m.gaia_h2d_bytes),$(val $l.$m.host_read_bytes),$(val $l.$m.touched_bytes),$(val $l.$m.h2d_bytes),$(val $l.$m.uvm_faults),$(val $l.$m.uvm_migrated_bytes),$(val $l.$m.identical)" >>"$csv"
+	done
+}
+collage_table collage "collage: $images tiny images ($(mib collage.cpu.db_bytes) MiB database), 1024x768 input = 768 tiles, $SIMGPU_MEM_MB MiB device" \
+	"$out/collage.csv" "${collage_modes[@]}"
+collage_table collage4x "collage, the same database on a $mem4x MiB device (4x its memory); gaia: $(val collage4x.gaia.pinned_regions) regions read in place" \
+	"$out/collage4x.csv" "${collage4x_modes[@]}"
 echo "  read: bytes the program read from the files itself; to_gpu: bytes the simulated GPU"
-echo "  received (H2D copies + UVM migrations, less the program's own input copy; a byte the"
-echo "  shim copies into managed memory and then migrates counts twice); gaia_h2d: the bytes the"
-echo "  shim uploaded (its GAIA_STATS h2d_bytes); touched: distinct 4 KiB records the kernels read"
+echo "  received over the bus (H2D copies + UVM migrations + kernels' loads from host memory, less"
+echo "  the program's own input copy; a byte the shim copies into managed memory and then migrates"
+echo "  counts twice); gaia_h2d: the bytes the shim uploaded (its GAIA_STATS h2d_bytes); host_read:"
+echo "  kernels' loads from host memory (regions read in place); touched: distinct 4 KiB records"
+echo "  the kernels read"
 
 echo
 echo "stitch: canvas $(val stitch.cpu.canvas), $(val stitch.managed.shared_pages) pages written by both sides"
@@ -161,8 +185,14 @@ set output "$out/collage_bytes.png"
 set title "collage: database bytes per mode"
 set ylabel "MiB"
 plot "$out/collage.csv" skip 1 using (strcol(2) eq "ok" ? \$4/1048576 : 1/0):xtic(1) title "read from the files by the program", \
-     "" skip 1 using (strcol(2) eq "ok" ? (strcol(6) eq "n/a" ? \$5 : \$6)/1048576 : 1/0) title "to the GPU (gaia: what the shim uploaded)", \
-     "" skip 1 using (strcol(2) eq "ok" ? \$7/1048576 : 1/0) title "records the kernels read"
+     "" skip 1 using (strcol(2) eq "ok" ? \$5/1048576 : 1/0) title "over the bus to the GPU", \
+     "" skip 1 using (strcol(2) eq "ok" ? \$8/1048576 : 1/0) title "records the kernels read"
+set output "$out/collage4x.png"
+set title "collage, database 4x device memory: MiB over the bus, and seconds x 100"
+set ylabel ""
+plot "$out/collage4x.csv" skip 1 using (strcol(2) eq "ok" ? \$5/1048576 : 1/0):xtic(1) title "MiB over the bus to the GPU", \
+     "" skip 1 using (strcol(2) eq "ok" ? \$8/1048576 : 1/0) title "MiB of records the kernels read", \
+     "" skip 1 using (strcol(2) eq "ok" ? \$3*100 : 1/0) title "time (s x 100)"
 set output "$out/stitch_time.png"
 set title "stitch: time per mode (simulated GPU)"
 set ylabel "seconds"
@@ -180,12 +210,25 @@ for m in "${collage_modes[@]}"; do
 	[[ $(val collage.$m.status) == ok && $(val collage.$m.identical) == 1 ]] || ok_all=0
 done
 [[ $(val collage.gaia.status) == ok ]] || echo "note: collage gaia mode failed (see $out/collage.gaia.err)"
-echo "BENCH collage_db_fraction_read $(
-	read=$(val collage.gaia.gaia_h2d_bytes)
-	[[ $read =~ ^[0-9]+$ ]] || read=$(val collage.gaia.db_to_gpu_bytes)
-	if [[ $(val collage.gaia.status) == ok && $read =~ ^[0-9]+$ ]]; then
-		awk -v a="$read" -v b="$db_bytes" 'BEGIN { printf "%.4f", a / b }'
-	else echo failed; fi) fraction"
+for m in "${collage4x_modes[@]}"; do
+	[[ $(val collage4x.$m.status) == ok ]] || ok_all=0
+done
+[[ $(val collage4x.gaia.status) == ok ]] || echo "note: collage gaia mode on the small device failed (see $out/collage4x.gaia.err)"
+# bus bytes into the device (all of them: copies, migrations, kernels'
+# loads from host memory) over the database's size, and over the bytes
+# the kernels touched
+frac() {
+	local l=$1 den=$2 read
+	read=$(val $l.gaia.db_to_gpu_bytes)
+	if [[ $(val $l.gaia.status) == ok && $read =~ ^[0-9]+$ && $den =~ ^[0-9]+$ ]]; then
+		awk -v a="$read" -v b="$den" 'BEGIN { printf "%.4f", a / b }'
+	else echo failed; fi
+}
+echo "BENCH collage_db_fraction_read $(frac collage4x "$db_bytes") fraction (database 4x device memory)"
+echo "BENCH collage_bus_over_touched $(frac collage4x "$(val collage4x.gaia.touched_bytes)") ratio (database 4x device memory)"
+echo "BENCH collage_speedup_vs_managed $(ratio "$(val collage4x.managed.time_s)" "$(val collage4x.gaia.time_s)") x (database 4x device memory)"
+echo "BENCH collage_fit_db_fraction_read $(frac collage "$db_bytes") fraction (database fits)"
+echo "BENCH collage_fit_speedup_vs_managed $(ratio "$(val collage.managed.time_s)" "$(val collage.gaia.time_s)") x (database fits)"
 echo "BENCH collage_identical $ok_all bool"
 ok_all=1
 for m in "${stitch_modes[@]}"; do
@@ -202,5 +245,5 @@ else
 	echo "BENCH stitch_speedup_vs_managed failed x"
 fi
 echo
-echo "files: $out/{collage,stitch}.csv, $out/{collage_time,collage_bytes,stitch_time}.png,"
+echo "files: $out/{collage,collage4x,stitch}.csv, $out/{collage_time,collage_bytes,collage4x,stitch_time}.png,"
 echo "       $out/collage.png (the collage), $out/collage_input.png, $out/stitch_canvas.png"

@@ -383,17 +383,18 @@ static int cmd_run(int argc, char **argv)
 	uint64_t db_bytes = db.file_bytes[0] + db.file_bytes[1] + db.file_bytes[2];
 	uint64_t to_gpu = 0;
 	if (r.bus.valid)
-		to_gpu = r.bus.htod_bytes - r.explicit_htod_bytes + r.bus.uvm_migrated_bytes;
-	char b1[24], b2[24], b3[24], b4[24], b5[24];
+		to_gpu = r.bus.htod_bytes - r.explicit_htod_bytes + r.bus.uvm_migrated_bytes + r.bus.host_read_bytes;
+	char b1[24], b2[24], b3[24], b4[24], b5[24], b6[24];
 	printf("collage: mode=%s status=ok images=%llu tiles=%u db_bytes=%llu time_s=%.4f file_read_bytes=%llu "
 	       "touched_bytes=%llu db_to_gpu_bytes=%s h2d_bytes=%s d2h_bytes=%s uvm_faults=%s "
-	       "uvm_migrated_bytes=%s identical=%d\n",
+	       "uvm_migrated_bytes=%s host_read_bytes=%s identical=%d\n",
 	       mode_name[mode], (unsigned long long)db.images, tiles, (unsigned long long)db_bytes, r.time_s,
 	       (unsigned long long)r.file_read_bytes,
 	       (unsigned long long)(mode == MODE_CPU ? 0 : r.touched_bytes),
 	       mosaic_fmt_u64(b1, r.bus.valid, to_gpu), mosaic_fmt_u64(b2, r.bus.valid, r.bus.htod_bytes),
 	       mosaic_fmt_u64(b3, r.bus.valid, r.bus.dtoh_bytes), mosaic_fmt_u64(b4, r.bus.valid, r.bus.uvm_faults),
-	       mosaic_fmt_u64(b5, r.bus.valid, r.bus.uvm_migrated_bytes), identical);
+	       mosaic_fmt_u64(b5, r.bus.valid, r.bus.uvm_migrated_bytes),
+	       mosaic_fmt_u64(b6, r.bus.valid, r.bus.host_read_bytes), identical);
 	rc = identical == 0 ? 1 : 0;
 out:
 	free(best);

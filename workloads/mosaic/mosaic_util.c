@@ -115,6 +115,7 @@ void mosaic_bus_read(struct mosaic_bus *out)
 	out->dtoh_bytes = s.dtoh_bytes;
 	out->uvm_faults = s.uvm_faults;
 	out->uvm_migrated_bytes = s.uvm_migrated_bytes;
+	out->host_read_bytes = s.bus_bytes[SIMGPU_BUS_HTOD][SIMGPU_BUS_HOST_ACCESS];
 }
 
 struct mosaic_bus mosaic_bus_delta(const struct mosaic_bus *before, const struct mosaic_bus *after)
@@ -128,6 +129,7 @@ struct mosaic_bus mosaic_bus_delta(const struct mosaic_bus *before, const struct
 	d.dtoh_bytes = after->dtoh_bytes - before->dtoh_bytes;
 	d.uvm_faults = after->uvm_faults - before->uvm_faults;
 	d.uvm_migrated_bytes = after->uvm_migrated_bytes - before->uvm_migrated_bytes;
+	d.host_read_bytes = after->host_read_bytes - before->host_read_bytes;
 	return d;
 }
 

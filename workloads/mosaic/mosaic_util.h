@@ -61,6 +61,7 @@ struct mosaic_bus {
 	int valid;                  /* 0: counters not available */
 	uint64_t htod_bytes, dtoh_bytes;
 	uint64_t uvm_faults, uvm_migrated_bytes;
+	uint64_t host_read_bytes; /* kernels' loads from host memory (pinned, registered) */
 };
 void mosaic_bus_read(struct mosaic_bus *out);
 /* after - before, field by field (valid when both are). */
