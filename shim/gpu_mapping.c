@@ -177,6 +177,8 @@ static const char *vmm_failure_reason(int rc)
 
 /* --- reading in place --- */
 
+static void forget_in_place(struct gaia_mapping *m);
+
 /* Whether dev's kernels may read m in place (gpu_pinned.c) at all: NULL,
  * or why not. */
 static const char *in_place_refused(const struct gaia_mapping *m, int dev)
@@ -252,6 +254,12 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 {
 	if (m->replicas[dev])
 		return 0;
+	if (m->pinned && m->pinned_stale) {
+		/* The file shrank under the registration: renewed, with the
+		 * device idle (host_creating_needs_idle had it waited for). */
+		gaia_info("%s: the file shrank while kernels read it in place: registered again", m->path);
+		forget_in_place(m);
+	}
 	if (m->pinned_dptr[dev])
 		return LRC_IN_PLACE;
 	if (m->replica_failed[dev])
@@ -886,6 +894,8 @@ static enum lrc_want host_wants(void *ctx, void *region)
 	const struct host_call *c = ctx;
 	if (points_into(region, c->values, c->nvalues))
 		return LRC_WANT_NEEDED;
+	if (((const struct gaia_mapping *)region)->pinned)
+		return LRC_WANT_ACQUIRE; /* kernels may keep pointers into it: looked at every launch */
 	return c->all ? LRC_WANT_ACQUIRE : LRC_WANT_NOT;
 }
 
@@ -913,6 +923,8 @@ static bool host_creating_needs_idle(void *region, int dev)
 {
 	const struct gaia_mapping *m = region;
 	char why[192];
+	if (m->pinned)
+		return m->pinned_stale; /* renewing the registration waits for the kernels reading it */
 	return !m->replicas[dev] && !m->replica_failed[dev] && !m->pinned && backing_for(dev) == GAIA_BACKING_VMM &&
 	       !gpu_vmm_refused(m) && !reads_in_place(m, dev, false, why, sizeof(why));
 }

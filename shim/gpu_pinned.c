@@ -110,6 +110,7 @@ void gpu_pinned_unregister(struct gaia_mapping *m)
 	(void)CU_FREE(drv.host_unregister((void *)m->start), "cuMemHostUnregister (a region read in place)");
 	cuda_leave_ctx(c);
 	m->pinned = false;
+	m->pinned_stale = false;
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
 	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));
@@ -119,6 +120,7 @@ void gpu_pinned_after_fork(struct gaia_mapping *m)
 {
 	/* The parent's registration: the child has no context to undo it in. */
 	m->pinned = false;
+	m->pinned_stale = false;
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
 	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));

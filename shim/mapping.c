@@ -826,6 +826,11 @@ void mapping_file_resize_end(bool locked, dev_t dev, ino_t ino, off_t old_size, 
 		off_t lo = old_size < new_size ? old_size : new_size;
 		off_t hi = old_size < new_size ? new_size : old_size;
 		lo &= ~(off_t)(GAIA_PAGE - 1);
+		/* Pages a device reads in place that left the page cache: the
+		 * registration holds the old ones (gpu_mapping.c renews it). */
+		for (struct gaia_mapping *m = locked && new_size < old_size ? mappings : NULL; m; m = m->next)
+			if (m->pinned && m->dev == dev && m->ino == ino && (uint64_t)new_size < m->offset + m->len)
+				m->pinned_stale = true;
 		if (locked)
 			apply_file_write_locked(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));
 		else

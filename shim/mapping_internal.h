@@ -42,6 +42,7 @@ struct gaia_mapping {
 	 * reach them at pinned_dptr[d] (0: d has not used them), and d last
 	 * used them in context pinned_dev_ctx[d]. No replica on any device. */
 	bool pinned;
+	bool pinned_stale; /* the program shrank the file since: pages went */
 	void *pinned_ctx;
 	uint64_t pinned_dptr[TSVT_MAX_DEVICES];
 	void *pinned_dev_ctx[TSVT_MAX_DEVICES];

@@ -1264,6 +1264,23 @@ static void case_in_place_remapped(void)
 	close(fd);
 }
 
+/* The program empties the file of a region read in place and writes it
+ * again (ftruncate to 0 and back, new bytes): the page cache has new
+ * pages, and the next launch reads them, not the ones pinned before. */
+static void case_in_place_truncated(void)
+{
+	static unsigned long long at[SPARSE_N];
+	int fd = make_sparse_file(at, 13);
+	const unsigned char *m = map_file_prot(fd, sparse_bytes, PROT_READ, MAP_SHARED);
+	gather_and_check(m, fd, at, "before the truncation");
+	CHECK(ftruncate(fd, 0) == 0 && ftruncate(fd, (off_t)sparse_bytes) == 0, "ftruncate: %s", strerror(errno));
+	for (unsigned i = 0; i < SPARSE_N; i += 3) {
+		unsigned char v = (unsigned char)(100 + i);
+		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
+	}
+	gather_and_check(m, fd, at, "after the file was emptied and written again");
+}
+
 /* A kernel stores into a region it reads in place: the device reports an
  * illegal address (the registration is read-only, as on hardware), and
  * the file keeps its bytes. */
@@ -1366,6 +1383,8 @@ int main(int argc, char **argv)
 		case_in_place_remapped();
 	else if (!strcmp(c, "kernel_writes_in_place"))
 		case_kernel_writes_in_place();
+	else if (!strcmp(c, "in_place_truncated"))
+		case_in_place_truncated();
 	else if (!strcmp(c, "two_devices_01"))
 		case_two_devices(0);
 	else if (!strcmp(c, "two_devices_10"))
