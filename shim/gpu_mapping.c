@@ -178,6 +178,9 @@ static const char *vmm_failure_reason(int rc)
 /* --- reading in place --- */
 
 static void forget_in_place(struct gaia_mapping *m);
+static bool device_idle_locked(int dev);
+/* Bytes registered for reading in place, every region together. */
+static uint64_t pinned_bytes;
 
 /* Whether dev's kernels may read m in place (gpu_pinned.c) at all: NULL,
  * or why not. */
@@ -194,8 +197,9 @@ static const char *in_place_refused(const struct gaia_mapping *m, int dev)
 	    m->engine.live.items[0].end != m->len / PG)
 		return "part of it was unmapped";
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	if (pages > 0 && psize > 0 && m->len > (uint64_t)pages * (uint64_t)psize / 2)
-		return "it is larger than half the machine's memory, all of which a registration pins";
+	if (pages > 0 && psize > 0 && pinned_bytes + m->len > (uint64_t)pages * (uint64_t)psize / 2)
+		return "with the regions read in place already, it would pin more than half the machine's "
+		       "memory (a registration pins every page)";
 	return gpu_pinned_probe(dev);
 }
 
@@ -242,7 +246,11 @@ static int read_in_place(struct gaia_mapping *m, int dev, const char *why)
 		return rc;
 	}
 	if (first)
+		pinned_bytes += m->len;
+	if (first && !m->pinned_counted) {
+		m->pinned_counted = true;
 		stats_add(GAIA_STAT_pinned_regions, 1);
+	}
 	gaia_info("%s: device %d reads it in place from the page cache, %zu KiB (a read-only registration; "
 		  "nothing uploaded): %s", m->path, dev, m->len / 1024, why);
 	return LRC_IN_PLACE;
@@ -273,20 +281,29 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 			gaia_warn("%s: read in place by another device, and device %d cannot (%s): launches "
 				  "there that pass pointers into it are refused", m->path, dev, no);
 		int rc = no ? -ENOTSUP : read_in_place(m, dev, "read in place by another device");
-		if (rc != LRC_IN_PLACE)
+		if (rc != LRC_IN_PLACE) {
 			m->replica_failed[dev] = rc;
+			m->pinned_refused[dev] = true; /* tried again once the registration goes */
+		}
 		return rc;
 	}
-	if (reads_in_place(m, dev, false, why, sizeof(why)) && read_in_place(m, dev, why) == LRC_IN_PLACE)
-		return LRC_IN_PLACE;
-	if (*why)
+	/* Reading in place was decided on (host_creating_needs_idle then
+	 * had the launch not wait for the device) but failed: a replica made
+	 * now goes to managed memory, which needs no idle device. */
+	bool tried = false;
+	if (reads_in_place(m, dev, false, why, sizeof(why))) {
+		if (read_in_place(m, dev, why) == LRC_IN_PLACE)
+			return LRC_IN_PLACE;
+		tried = true;
+	} else if (*why) {
 		gaia_info("%s: device %d: %s", m->path, dev, why);
+	}
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	int backing = backing_for(dev);
 	int rc = -ENOTSUP;
-	if (backing == GAIA_BACKING_VMM) {
+	if (backing == GAIA_BACKING_VMM && !(tried && !device_idle_locked(dev))) {
 		rc = gpu_vmm_create(m, r, dev);
 		if (rc)
 			gaia_warn("%s: no device memory at its own address on device %d (%s); its "
@@ -521,6 +538,13 @@ static void forget_in_place(struct gaia_mapping *m)
 		if (m->pinned_dptr[d] && !device_idle_locked(d))
 			(void)cuda_ctx_synchronize(m->pinned_dev_ctx[d]);
 	gpu_pinned_unregister(m);
+	pinned_bytes -= pinned_bytes < m->len ? pinned_bytes : m->len;
+	/* Devices that could not read it in place may have a replica now. */
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		if (m->pinned_refused[d])
+			m->replica_failed[d] = 0;
+		m->pinned_refused[d] = false;
+	}
 }
 
 void gpu_mapping_forget_locked(struct gaia_mapping *m)
@@ -611,6 +635,7 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 	 * every device (the FREE actions that emits are the parent's to do).
 	 * A registration for reading in place is the parent's too. */
 	gpu_pinned_after_fork(m);
+	pinned_bytes = 0;
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && lrc_device_forget(&m->engine, d, &m->plan))
 			gaia_error("after fork: %s: cannot forget device %d's copy", m->path, d);

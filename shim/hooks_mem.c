@@ -158,8 +158,15 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 	}
 	if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_any())
 		mapping_release_padding(new_addr, new_len);
-	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1))
+	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1)) {
+		/* Moved over a managed mapping: that one goes, as under munmap. */
+		if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_overlaps(new_addr, new_len)) {
+			gaia_in_shim++;
+			mapping_forget_range(new_addr, new_len);
+			gaia_in_shim--;
+		}
 		return IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
+	}
 	gaia_in_shim++;
 	struct mapping_origin origin;
 	bool known = mapping_origin_at(old, &origin);

@@ -43,6 +43,8 @@ struct gaia_mapping {
 	 * used them in context pinned_dev_ctx[d]. No replica on any device. */
 	bool pinned;
 	bool pinned_stale; /* the program shrank the file since: pages went */
+	bool pinned_counted; /* in GAIA_STATS pinned_regions already */
+	bool pinned_refused[TSVT_MAX_DEVICES]; /* replica_failed[d] because d could not read it in place */
 	void *pinned_ctx;
 	uint64_t pinned_dptr[TSVT_MAX_DEVICES];
 	void *pinned_dev_ctx[TSVT_MAX_DEVICES];

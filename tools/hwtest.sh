@@ -216,7 +216,8 @@ done
 # GAIA_BACKING=pinned, and auto where the file is larger than half the
 # device's free memory (the cases map 256 MiB: on the simulator a 64 MiB
 # device; on a GPU auto gives such a file a replica).
-for c in in_place_sparse in_place_then_writable in_place_remapped in_place_truncated kernel_writes_in_place; do
+for c in in_place_sparse in_place_then_writable in_place_remapped in_place_truncated in_place_mremap_over \
+	kernel_writes_in_place; do
 	for b in pinned auto; do
 		[[ $quick == 1 && $b == auto ]] && continue
 		# a GPU's free memory holds the file: auto gives it a replica,

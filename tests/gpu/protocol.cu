@@ -1281,6 +1281,44 @@ static void case_in_place_truncated(void)
 	gather_and_check(m, fd, at, "after the file was emptied and written again");
 }
 
+/* Another mapping is moved over the first page of a region read in place
+ * (mremap with MREMAP_FIXED): that page is no longer the file's, and a
+ * kernel must not read the file's byte there. Without a GPU that reaches
+ * host memory it faults; it must never see the page the registration had. */
+static void case_in_place_mremap_over(void)
+{
+	static unsigned long long at[SPARSE_N];
+	int fd = make_sparse_file(at, 15);
+	const unsigned char mark = 0xa7;
+	CHECK(pwrite(fd, &mark, 1, 5) == 1, "pwrite: %s", strerror(errno));
+	at[0] = 5;
+	unsigned char *m = map_file_prot(fd, sparse_bytes, PROT_READ, MAP_SHARED);
+	gather_and_check(m, fd, at, "before the move");
+	unsigned char *b = (unsigned char *)mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(b != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(b, 0x5a, PAGE);
+	void *p = mremap(b, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, m);
+	CHECK(p == (void *)m, "mremap over the region: %s", strerror(errno));
+	CHECK(m[5] == 0x5a, "the moved page holds %u at byte 5", m[5]);
+	unsigned long long *d_at;
+	unsigned char *d_out, got = 0;
+	unsigned long long five = 5;
+	CUDA_OK(cudaMalloc((void **)&d_at, sizeof(*d_at)));
+	CUDA_OK(cudaMalloc((void **)&d_out, 1));
+	CUDA_OK(cudaMemcpy(d_at, &five, sizeof(five), cudaMemcpyHostToDevice));
+	SIMGPU_LAUNCH(gather_bytes, 1, 32, 0, 0)(m, d_at, d_out, 1);
+	cudaError_t e = cudaGetLastError();
+	if (e == cudaSuccess)
+		e = cudaDeviceSynchronize();
+	if (e == cudaSuccess)
+		e = cudaMemcpy(&got, d_out, 1, cudaMemcpyDeviceToHost);
+	CHECK(e == cudaErrorIllegalAddress || (e == cudaSuccess && got != mark),
+	      "after another mapping moved over the region's first page a kernel read %s byte %u there (%s)",
+	      got == mark ? "the file's old" : "", got, cudaGetErrorName(e));
+	printf("ok in_place_mremap_over\n");
+	exit(0); /* the device's error may be sticky */
+}
+
 /* A kernel stores into a region it reads in place: the device reports an
  * illegal address (the registration is read-only, as on hardware), and
  * the file keeps its bytes. */
@@ -1385,6 +1423,8 @@ int main(int argc, char **argv)
 		case_kernel_writes_in_place();
 	else if (!strcmp(c, "in_place_truncated"))
 		case_in_place_truncated();
+	else if (!strcmp(c, "in_place_mremap_over"))
+		case_in_place_mremap_over();
 	else if (!strcmp(c, "two_devices_01"))
 		case_two_devices(0);
 	else if (!strcmp(c, "two_devices_10"))
