@@ -37,7 +37,9 @@
 
 #define GAIA_ENV_TABLE(INT, ENUM, BOOL, STR)                                            \
 	INT(READAHEAD_KB, readahead_kb, 512, 4, 1048576,                                \
-	    "CPU populate-ahead window around a first touch of a managed page, in KiB") \
+	    "what a CPU read served from a device (peer caching) fetches ahead, in "    \
+	    "KiB: the first window; sequential reads double it up to 16 times this, "   \
+	    "others halve it")                                                          \
 	INT(GPU_READAHEAD_KB, gpu_readahead_kb, 2048, 64, 1048576,                      \
 	    "upload batch and GPU prefetch window, in KiB")                             \
 	STR(PATHS, paths, "", "':'-separated fnmatch globs, a leading '!' excludes",    \

@@ -549,6 +549,7 @@ static void forget_in_place(struct gaia_mapping *m)
 
 void gpu_mapping_forget_locked(struct gaia_mapping *m)
 {
+	gpu_peer_forget(m);
 	if (m->pinned)
 		forget_in_place(m);
 	if (!gpu_mapping_any_replica(m))
@@ -636,6 +637,7 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 	 * A registration for reading in place is the parent's too. */
 	gpu_pinned_after_fork(m);
 	pinned_bytes = 0;
+	gpu_peer_forget(m);
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->replicas[d] && lrc_device_forget(&m->engine, d, &m->plan))
 			gaia_error("after fork: %s: cannot forget device %d's copy", m->path, d);

@@ -88,5 +88,7 @@ GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
 /* A device replica exists in this process: reads may be served by one. */
 GAIA_HIDDEN void gpu_peer_enable(void);
+/* Frees what peer reads of m fetched ahead (its replicas go). */
+GAIA_HIDDEN void gpu_peer_forget(struct gaia_mapping *m);
 
 #endif

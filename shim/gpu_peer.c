@@ -10,8 +10,25 @@
 #include "backend_cuda.h"
 #include "gpu_mapping.h"
 #include "mapping_internal.h"
+#include "readahead.h"
+#include "stats.h"
 
 #define PG GAIA_PAGE
+
+/* What a read took from a device beyond what it asked for (GAIA_READAHEAD_KB
+ * the first window, doubled by sequential reads up to 16 times that,
+ * halved by random ones): the next reads are served from it while its
+ * pages stay current there, out of the page cache, and at the version
+ * they had when fetched. One per mapping, under mapping_lock. */
+struct peer_cache {
+	struct readahead ra;
+	uint8_t *buf;
+	uint32_t *ver;
+	uint64_t capacity, first, npages;
+	int dev;
+};
+
+#define PEER_MAX_WINDOW_FACTOR 16
 
 void gpu_peer_enable(void)
 {
@@ -40,12 +57,14 @@ static int current_holder(const struct gaia_mapping *m, uint64_t p)
 static uint64_t peer_run(const struct gaia_mapping *m, uint64_t p, uint64_t n, int *dev,
 			 uint64_t *kernel_pages)
 {
-	unsigned char vec[256];
-	if (n > sizeof(vec))
-		n = sizeof(vec);
+	unsigned char small[256];
+	unsigned char *vec = n > sizeof(small) ? malloc(n) : small;
+	if (!vec)
+		n = sizeof(small), vec = small;
 	*kernel_pages = n;
+	uint64_t run = 0;
 	if (REAL(mincore)((void *)(m->start + p * PG), n * PG, vec))
-		return 0;
+		goto out;
 	uint64_t i = 0;
 	for (; i < n; i++) {
 		if (!(vec[i] & 1) && range_set_contains(&m->engine.live, p + i) &&
@@ -54,13 +73,84 @@ static uint64_t peer_run(const struct gaia_mapping *m, uint64_t p, uint64_t n, i
 	}
 	if (i > 0) {
 		*kernel_pages = i;
-		return 0;
+		goto out;
 	}
-	uint64_t run = 1;
+	run = 1;
 	while (run < n && !(vec[run] & 1) && range_set_contains(&m->engine.live, p + run) &&
 	       current_holder(m, p + run) == *dev)
 		run++;
+out:
+	if (vec != small)
+		free(vec);
 	return run;
+}
+
+/* Pages from p on (at most n) the cache may serve: fetched, still out of
+ * the page cache, still current on the device it came from, at the
+ * version it had then. */
+static uint64_t cached_run(const struct gaia_mapping *m, const struct peer_cache *c, uint64_t p, uint64_t n)
+{
+	if (!c || !c->npages || p < c->first || p >= c->first + c->npages)
+		return 0;
+	if (n > c->first + c->npages - p)
+		n = c->first + c->npages - p;
+	unsigned char vec[256];
+	if (n > sizeof(vec))
+		n = sizeof(vec);
+	if (REAL(mincore)((void *)(m->start + p * PG), n * PG, vec))
+		return 0;
+	uint64_t run = 0;
+	while (run < n && !(vec[run] & 1) && range_set_contains(&m->engine.live, p + run) &&
+	       current_holder(m, p + run) == c->dev &&
+	       tsvt_newest(&m->engine.tsvt, p + run) == c->ver[p + run - c->first])
+		run++;
+	return run;
+}
+
+static struct peer_cache *cache_of(struct gaia_mapping *m)
+{
+	if (!m->peer) {
+		struct peer_cache *c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		uint32_t kb = (uint32_t)gaia_config()->readahead_kb;
+		uint64_t max = (uint64_t)kb * PEER_MAX_WINDOW_FACTOR;
+		readahead_init(&c->ra, kb, max > 1048576 ? 1048576 : (uint32_t)max);
+		m->peer = c;
+	}
+	return m->peer;
+}
+
+/* Room for n pages in the cache (its bytes are forgotten). */
+static bool cache_room(struct peer_cache *c, uint64_t n)
+{
+	c->npages = 0;
+	if (n <= c->capacity)
+		return true;
+	uint8_t *b = malloc(n * PG);
+	uint32_t *v = malloc(n * sizeof(*v));
+	if (!b || !v) {
+		free(b);
+		free(v);
+		return false;
+	}
+	free(c->buf);
+	free(c->ver);
+	c->buf = b;
+	c->ver = v;
+	c->capacity = n;
+	return true;
+}
+
+void gpu_peer_forget(struct gaia_mapping *m)
+{
+	struct peer_cache *c = m->peer;
+	if (!c)
+		return;
+	free(c->buf);
+	free(c->ver);
+	free(c);
+	m->peer = NULL;
 }
 
 size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
@@ -81,23 +171,49 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 		uint64_t want_end = (rel + len + PG - 1) / PG;
 		if (want_end > m->len / PG)
 			want_end = m->len / PG;
+		size_t skip = rel - p * PG;
+		struct peer_cache *c = cache_of(m);
+		uint64_t hit = cached_run(m, c, p, want_end - p);
+		if (hit) {
+			served = hit * PG - skip < len ? hit * PG - skip : len;
+			memcpy(buf, c->buf + (p - c->first) * PG + skip, served);
+			stats_add(GAIA_STAT_readahead_hits, (skip + served + PG - 1) / PG);
+			break;
+		}
+		/* A miss: the window (from p) decides how much comes along. */
+		uint64_t total = m->len / PG, first = p, want = want_end - p, window = want;
+		if (c)
+			window = readahead_on_access(&c->ra, p, total, &first);
+		if (window < want)
+			window = want;
 		int d = -1;
 		uint64_t kernel_pages = 0;
-		uint64_t npages = peer_run(m, p, want_end - p, &d, &kernel_pages);
-		size_t skip = rel - p * PG;
+		uint64_t npages = peer_run(m, p, window, &d, &kernel_pages);
 		if (!npages) {
 			size_t k = kernel_pages * PG - skip;
 			*kernel_bytes = k < len ? k : len;
 			break;
 		}
-		uint8_t *stage = malloc(npages * PG);
+		if (!c || !cache_room(c, npages))
+			c = NULL, npages = npages < want ? npages : want;
+		uint8_t *stage = c ? c->buf : malloc(npages * PG);
 		if (!stage)
 			break;
 		if (cuda_device_ops.download(m->replicas[d], DEVICE_REPLICA, p, npages, stage) == 0) {
-			served = npages * PG - skip < len ? npages * PG - skip : len;
+			uint64_t asked = npages < want ? npages : want;
+			served = asked * PG - skip < len ? asked * PG - skip : len;
 			memcpy(buf, stage + skip, served);
+			if (c) {
+				for (uint64_t i = 0; i < npages; i++)
+					c->ver[i] = tsvt_newest(&m->engine.tsvt, p + i);
+				c->first = p;
+				c->npages = npages;
+				c->dev = d;
+				stats_add(GAIA_STAT_readahead_pages, npages - asked);
+			}
 		}
-		free(stage);
+		if (!c)
+			free(stage);
 		break;
 	}
 	mapping_lock_give();

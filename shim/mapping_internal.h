@@ -41,6 +41,8 @@ struct gaia_mapping {
 	 * read-only with the driver in context pinned_ctx; device d's kernels
 	 * reach them at pinned_dptr[d] (0: d has not used them), and d last
 	 * used them in context pinned_dev_ctx[d]. No replica on any device. */
+	/* What peer reads fetched ahead from a device (gpu_peer.c), or NULL. */
+	struct peer_cache *peer;
 	bool pinned;
 	bool pinned_stale; /* the program shrank the file since: pages went */
 	bool pinned_counted; /* in GAIA_STATS pinned_regions already */

@@ -1112,6 +1112,72 @@ static void case_explicit_device_calls(void)
 	CUDA_OK(cudaFree(out));
 }
 
+/* Peer reads fetch ahead (GAIA_READAHEAD_KB, README "Peer caching"): the
+ * first 4 KiB read of a file a device holds, out of the page cache, brings
+ * the knob's window in one transfer; the reads of the rest of that window
+ * move nothing; the next read past it brings twice as much. A page the CPU
+ * then writes is read as written, not as fetched. */
+static void case_peer_readahead(void)
+{
+	const size_t npages = 256, bytes = npages * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *pattern = (unsigned char *)malloc(bytes), got[PAGE];
+	for (size_t i = 0; i < bytes; i++)
+		pattern[i] = (unsigned char)(i * 29 + 3);
+	CHECK(pwrite(fd, pattern, bytes, 0) == (ssize_t)bytes, "pwrite");
+	CHECK(fsync(fd) == 0, "fsync");
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	unsigned char vec[256];
+	CHECK(mincore(m, bytes, vec) == 0, "mincore");
+	for (size_t i = 0; i < npages; i++)
+		if (vec[i] & 1) {
+			printf("skip: the kernel kept page %zu resident after MADV_PAGEOUT\n", i);
+			exit(77);
+		}
+	const char *knob = getenv("GAIA_READAHEAD_KB");
+	size_t k = (size_t)(knob ? atoi(knob) : 512) / 4;
+	CHECK(k >= 1 && 3 * k <= npages, "GAIA_READAHEAD_KB=%s: the case needs a window of 1 to %zu pages", knob,
+	      npages / 3);
+	uint64_t before = dtoh_bytes();
+	CHECK(pread(fd, got, PAGE, 0) == PAGE && !memcmp(got, pattern, PAGE), "page 0 read wrong");
+	uint64_t first = dtoh_bytes() - before;
+	if (bytes_counted("bytes fetched ahead"))
+		CHECK(first == k * PAGE, "the first 4 KiB read fetched %llu bytes from the device, want the "
+		      "GAIA_READAHEAD_KB window of %zu pages", (unsigned long long)first, k);
+	before = dtoh_bytes();
+	for (size_t p = 1; p < k; p++)
+		CHECK(pread(fd, got, PAGE, (off_t)(p * PAGE)) == PAGE && !memcmp(got, pattern + p * PAGE, PAGE),
+		      "page %zu read wrong", p);
+	if (bytes_counted("bytes fetched ahead"))
+		CHECK(dtoh_bytes() == before, "reads inside the window fetched %llu more bytes",
+		      (unsigned long long)(dtoh_bytes() - before));
+	before = dtoh_bytes();
+	CHECK(pread(fd, got, PAGE, (off_t)(k * PAGE)) == PAGE && !memcmp(got, pattern + k * PAGE, PAGE),
+	      "page %zu read wrong", k);
+	if (bytes_counted("bytes fetched ahead"))
+		CHECK(dtoh_bytes() - before == 2 * k * PAGE, "the read past the window fetched %llu bytes, want "
+		      "twice the window (%zu pages)", (unsigned long long)(dtoh_bytes() - before), 2 * k);
+	/* Page k + 1 is in what was fetched: the CPU writes it, it leaves the
+	 * page cache again, and a read sees the CPU's bytes. */
+	memset(m + (k + 1) * PAGE, 0xcd, PAGE);
+	CHECK(msync(m, bytes, MS_SYNC) == 0, "msync: %s", strerror(errno));
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise");
+	CHECK(mincore(m, bytes, vec) == 0, "mincore");
+	if (vec[k + 1] & 1) {
+		printf("skip: the kernel kept page %zu resident after MADV_PAGEOUT\n", k + 1);
+		exit(77);
+	}
+	CHECK(pread(fd, got, PAGE, (off_t)((k + 1) * PAGE)) == PAGE, "pread");
+	for (size_t i = 0; i < PAGE; i++)
+		CHECK(got[i] == 0xcd, "page %zu byte %zu reads %u after the CPU wrote 0xcd", k + 1, i, got[i]);
+	free(pattern);
+}
+
 /* --- regions read in place (GAIA_BACKING=pinned, or auto for a read-only
  * region larger than half the device's free memory) --- */
 
@@ -1413,6 +1479,8 @@ int main(int argc, char **argv)
 		case_host_function_resizes();
 	else if (!strcmp(c, "explicit_device_calls"))
 		case_explicit_device_calls();
+	else if (!strcmp(c, "peer_readahead"))
+		case_peer_readahead();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
 	else if (!strcmp(c, "in_place_then_writable"))
