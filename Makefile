@@ -13,6 +13,7 @@
 #   make bench-engine   the engine benchmarks (merge, versions, release/acquire)
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
 #   make bench-gpu      launches and syncs under the shim on the simulated GPU
+#   make bench-peer     peer caching: preads served from a device vs storage (gnuplot)
 #   make bench-gunrock  dynamic-graph SSSP sweep (workloads/gunrock; gnuplot for the plot)
 #   make bench-mosaic   image collage and stitching in every mode (workloads/mosaic; gnuplot)
 #   make install    build, then install under PREFIX (/usr/local), staged in
@@ -28,7 +29,7 @@ DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxh
 # tests skip, saying what to install.
 TEST_DEB_PACKAGES := git python3
 
-.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic install uninstall clean
+.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-peer bench-gunrock bench-mosaic install uninstall clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -124,7 +125,7 @@ soak: all
 	  grep -E '^[0-9]+: (stress|kill9|gpu_streams|survivor):|tests passed|Failed' soak.log; \
 	  echo "soak: full output in $(BUILD)/soak.log"; exit $$rc; }
 
-bench: bench-engine bench-cpu bench-gpu bench-gunrock bench-mosaic
+bench: bench-engine bench-cpu bench-gpu bench-peer bench-gunrock bench-mosaic
 
 bench-engine: all
 	$(BUILD)/bench/bench_merge
@@ -139,6 +140,21 @@ bench-cpu: all
 BENCH_GPU_SIZE_MB ?= 1024
 bench-gpu: all
 	LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(BUILD)/bench/bench_gpu --lib $(CURDIR)/$(BUILD)/libgaia.so --size-mb $(BENCH_GPU_SIZE_MB)
+
+# Peer caching (README "Peer caching"): 4 KiB preads of a file dropped from
+# the page cache, with and without a device holding it; a sweep of
+# GAIA_READAHEAD_KB. Table, CSV and plot in $(BUILD)/bench-peer.
+BENCH_PEER_SIZE_MB ?= 64
+bench-peer: all
+	$(call install-debs,gnuplot-nox,optional)
+	mkdir -p $(BUILD)/bench-peer
+	LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(BUILD)/bench/bench_peer --lib $(CURDIR)/$(BUILD)/libgaia.so \
+	  --size-mb $(BENCH_PEER_SIZE_MB) --out $(CURDIR)/$(BUILD)/bench-peer
+	@if command -v gnuplot >/dev/null; then gnuplot -e "set datafile separator ','; set terminal pngcairo size 800,480 noenhanced; \
+	  set output '$(BUILD)/bench-peer/peer_readahead.png'; set logscale x 2; set xlabel 'GAIA_READAHEAD_KB'; \
+	  set ylabel 'speedup over the kernel (sequential 4 KiB preads)'; set grid; \
+	  plot '$(BUILD)/bench-peer/peer.csv' skip 1 using (strcol(3) eq 'default' ? 1/0 : \$$3):6 with linespoints title 'gaia / kernel'" \
+	  && echo "plot: $(BUILD)/bench-peer/peer_readahead.png"; else echo "plot: gnuplot is not installed; CSV only"; fi
 
 # The dynamic-graph SSSP sweep; GUNROCK_BENCH_ARGS="--scale=18" for bigger
 # runs (workloads/gunrock/README.md). gnuplot draws the plot when present.
