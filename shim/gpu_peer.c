@@ -57,31 +57,37 @@ static int current_holder(const struct gaia_mapping *m, uint64_t p)
 static uint64_t peer_run(const struct gaia_mapping *m, uint64_t p, uint64_t n, int *dev,
 			 uint64_t *kernel_pages)
 {
-	unsigned char small[256];
-	unsigned char *vec = n > sizeof(small) ? malloc(n) : small;
-	if (!vec)
-		n = sizeof(small), vec = small;
-	*kernel_pages = n;
-	uint64_t run = 0;
-	if (REAL(mincore)((void *)(m->start + p * PG), n * PG, vec))
-		goto out;
+	unsigned char vec[256];
+	uint64_t n0 = n < sizeof(vec) ? n : sizeof(vec);
+	*kernel_pages = n0;
+	if (REAL(mincore)((void *)(m->start + p * PG), n0 * PG, vec))
+		return 0;
 	uint64_t i = 0;
-	for (; i < n; i++) {
+	for (; i < n0; i++) {
 		if (!(vec[i] & 1) && range_set_contains(&m->engine.live, p + i) &&
 		    (*dev = current_holder(m, p + i)) >= 0)
 			break;
 	}
 	if (i > 0) {
 		*kernel_pages = i;
-		goto out;
+		return 0;
 	}
-	run = 1;
-	while (run < n && !(vec[run] & 1) && range_set_contains(&m->engine.live, p + run) &&
-	       current_holder(m, p + run) == *dev)
-		run++;
-out:
-	if (vec != small)
-		free(vec);
+	/* The run the device serves, looked at 256 pages at a time: no more
+	 * is asked of mincore than what may come from the device. */
+	uint64_t run = 0;
+	for (uint64_t at = 0; at < n;) {
+		uint64_t k = n - at < sizeof(vec) ? n - at : sizeof(vec);
+		if (at && REAL(mincore)((void *)(m->start + (p + at) * PG), k * PG, vec))
+			break;
+		uint64_t j = 0;
+		while (j < k && !(vec[j] & 1) && range_set_contains(&m->engine.live, p + at + j) &&
+		       current_holder(m, p + at + j) == *dev)
+			j++;
+		run += j;
+		if (j < k)
+			break;
+		at += k;
+	}
 	return run;
 }
 
@@ -180,8 +186,13 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 			stats_add(GAIA_STAT_readahead_hits, (skip + served + PG - 1) / PG);
 			break;
 		}
-		/* A miss: the window (from p) decides how much comes along. */
+		/* A miss: the window (from p) decides how much comes along. A
+		 * read larger than the largest window takes it in parts (the
+		 * caller asks again for the rest). */
 		uint64_t total = m->len / PG, first = p, want = want_end - p, window = want;
+		uint64_t most = c ? c->ra.max_pages : 256;
+		if (want > most)
+			want = most;
 		if (c)
 			window = readahead_on_access(&c->ra, p, total, &first);
 		if (window < want)
@@ -209,6 +220,11 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 				c->first = p;
 				c->npages = npages;
 				c->dev = d;
+				/* What came is the window: a read at its end is
+				 * the next sequential one, whatever the policy
+				 * handed out. */
+				c->ra.window_first = p;
+				c->ra.next_page = p + npages;
 				stats_add(GAIA_STAT_readahead_pages, npages - asked);
 			}
 		}

@@ -50,9 +50,13 @@ static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, 
 {
 	size_t done = 0;
 	while (done < len && offset + (off_t)done < st->st_size) {
-		size_t kernel_bytes = len - done;
+		/* Never past the end of the file, where a device's page holds
+		 * zeros the kernel would not return. */
+		size_t left = (size_t)(st->st_size - (offset + (off_t)done));
+		size_t ask = len - done < left ? len - done : left;
+		size_t kernel_bytes = ask;
 		gaia_in_shim++;
-		size_t served = gpu_peer_read(st->st_dev, st->st_ino, fd, buf + done, len - done,
+		size_t served = gpu_peer_read(st->st_dev, st->st_ino, fd, buf + done, ask,
 					      offset + (off_t)done, &kernel_bytes);
 		gaia_in_shim--;
 		if (served) {

@@ -98,6 +98,17 @@ static int child(const char *path, uint64_t bytes, int percent, int sequential, 
 	}
 	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
 		DIE("posix_fadvise: %s", strerror(errno));
+	/* What stayed in the page cache: the whole file, seen through a
+	 * mapping of the shim's own size (mincore reads nothing). */
+	unsigned long long resident = 0;
+	void *look = mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0);
+	unsigned char *vec = (unsigned char *)malloc(npages);
+	if (look != MAP_FAILED && vec && !mincore(look, bytes, vec))
+		for (uint64_t i = 0; i < npages; i++)
+			resident += vec[i] & 1;
+	if (look != MAP_FAILED)
+		munmap(look, bytes);
+	free(vec);
 	unsigned char page[PAGE];
 	uint64_t x = 0x2545f4914f6cdd1dull, checksum = 0;
 	unsigned n = sequential ? (unsigned)npages : reads;
@@ -115,8 +126,8 @@ static int child(const char *path, uint64_t bytes, int percent, int sequential, 
 		checksum += page[0];
 	}
 	double t = now_s() - t0;
-	printf("result us_per_read=%.3f mb_per_s=%.1f reads=%u checksum=%llu\n", t / n * 1e6,
-	       (double)n * PAGE / t / 1e6, n, (unsigned long long)checksum);
+	printf("result us_per_read=%.3f mb_per_s=%.1f reads=%u resident=%llu checksum=%llu\n", t / n * 1e6,
+	       (double)n * PAGE / t / 1e6, n, resident, (unsigned long long)checksum);
 	if (m)
 		munmap(m, held * PAGE);
 	close(fd);
@@ -128,29 +139,39 @@ static int child(const char *path, uint64_t bytes, int percent, int sequential, 
 
 struct row {
 	double us, mbs;
+	unsigned long long resident, from_device; /* pages left cached; bytes a device served */
 	int ok;
 };
 
 static struct row run_row(const char *self, const char *lib, const char *dir, uint64_t mb, int percent,
 			  int sequential, unsigned reads, int gpu, int readahead_kb)
 {
-	char cmd[4096], env[1200] = "";
+	char cmd[4096], env[2400] = "", stats[1200];
+	snprintf(stats, sizeof(stats), "%s/bench_peer.stats", dir);
+	unlink(stats);
 	if (gpu)
-		snprintf(env, sizeof(env), "LD_PRELOAD=%s ", lib);
+		snprintf(env, sizeof(env), "LD_PRELOAD=%s GAIA_STATS=%s ", lib, stats);
 	if (readahead_kb)
 		snprintf(env + strlen(env), sizeof(env) - strlen(env), "GAIA_READAHEAD_KB=%d ", readahead_kb);
 	snprintf(cmd, sizeof(cmd), "%s%s --child %s/bench_peer.dat %llu %d %d %u %d", env, self, dir,
 		 (unsigned long long)mb, percent, sequential, reads, gpu);
-	struct row r = {0, 0, 0};
+	struct row r = {0, 0, 0, 0, 0};
 	FILE *f = popen(cmd, "r");
 	if (!f)
 		return r;
 	char line[512];
+	unsigned reads_done;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "result us_per_read=%lf mb_per_s=%lf", &r.us, &r.mbs) == 2)
+		if (sscanf(line, "result us_per_read=%lf mb_per_s=%lf reads=%u resident=%llu", &r.us, &r.mbs,
+			   &reads_done, &r.resident) == 4)
 			r.ok = 1;
 	if (pclose(f) != 0)
 		r.ok = 0;
+	FILE *st = gpu ? fopen(stats, "r") : NULL;
+	while (st && fgets(line, sizeof(line), st))
+		(void)sscanf(line, "gaia: peer_read_bytes %llu", &r.from_device);
+	if (st)
+		fclose(st);
 	return r;
 }
 
@@ -186,11 +207,12 @@ int main(int argc, char **argv)
 	FILE *c = fopen(csv, "w");
 	if (!c)
 		DIE("%s: %s", csv, strerror(errno));
-	fprintf(c, "pattern,percent_on_device,readahead_kb,kernel_us_per_read,gaia_us_per_read,speedup\n");
+	fprintf(c, "pattern,percent_on_device,readahead_kb,kernel_us_per_read,gaia_us_per_read,speedup,"
+		   "gaia_from_device_bytes,gaia_pages_left_cached\n");
 	printf("peer caching: %llu MiB file dropped from the page cache, 4 KiB preads (%u random, or the whole "
 	       "file in order)\n", (unsigned long long)mb, reads);
-	printf("%-10s %8s %12s %14s %12s %9s\n", "pattern", "on_dev_%", "readahead_kb", "kernel_us/read",
-	       "gaia_us/read", "speedup");
+	printf("%-10s %8s %12s %14s %12s %9s %12s %7s\n", "pattern", "on_dev_%", "readahead_kb", "kernel_us/read",
+	       "gaia_us/read", "speedup", "from_dev_MiB", "cached");
 	double speedup[2] = {0, 0};
 	for (int seq = 0; seq < 2; seq++) {
 		struct row base = run_row(self, lib, out, mb, 0, seq, reads, 0, 0);
@@ -199,9 +221,11 @@ int main(int argc, char **argv)
 			double s = base.ok && g.ok ? base.us / g.us : 0;
 			if (pct == 100)
 				speedup[seq] = s;
-			printf("%-10s %8d %12s %14.2f %12.2f %9.2f%s\n", seq ? "sequential" : "random", pct, "default",
-			       base.us, g.us, s, base.ok && g.ok ? "" : "  (failed)");
-			fprintf(c, "%s,%d,default,%.3f,%.3f,%.3f\n", seq ? "sequential" : "random", pct, base.us, g.us, s);
+			printf("%-10s %8d %12s %14.2f %12.2f %9.2f %12.1f %7llu%s\n", seq ? "sequential" : "random", pct,
+			       "default", base.us, g.us, s, g.from_device / 1048576.0, g.resident,
+			       base.ok && g.ok ? "" : "  (failed)");
+			fprintf(c, "%s,%d,default,%.3f,%.3f,%.3f,%llu,%llu\n", seq ? "sequential" : "random", pct, base.us,
+				g.us, s, g.from_device, g.resident);
 		}
 	}
 	struct row base = run_row(self, lib, out, mb, 0, 1, reads, 0, 0);
@@ -209,14 +233,17 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++) {
 		struct row g = run_row(self, lib, out, mb, 100, 1, reads, 1, sweep[i]);
 		double s = base.ok && g.ok ? base.us / g.us : 0;
-		printf("%-10s %8d %12d %14.2f %12.2f %9.2f%s\n", "sequential", 100, sweep[i], base.us, g.us, s,
-		       base.ok && g.ok ? "" : "  (failed)");
-		fprintf(c, "sequential,100,%d,%.3f,%.3f,%.3f\n", sweep[i], base.us, g.us, s);
+		printf("%-10s %8d %12d %14.2f %12.2f %9.2f %12.1f %7llu%s\n", "sequential", 100, sweep[i], base.us, g.us,
+		       s, g.from_device / 1048576.0, g.resident, base.ok && g.ok ? "" : "  (failed)");
+		fprintf(c, "sequential,100,%d,%.3f,%.3f,%.3f,%llu,%llu\n", sweep[i], base.us, g.us, s, g.from_device,
+			g.resident);
 	}
 	fclose(c);
 	printf("\nBENCH peer_random_speedup %.3f x (whole file on the device, kernel us/read over gaia us/read)\n",
 	       speedup[0]);
 	printf("BENCH peer_seq_speedup %.3f x (the same, reads in file order)\n", speedup[1]);
+	printf("from_dev_MiB: bytes the shim served from the device (GAIA_STATS peer_read_bytes); cached: pages\n"
+	       "still in the page cache when the reads began (mincore; 0 means every read left memory)\n");
 	printf("csv: %s\n", csv);
 	return 0;
 }

@@ -1166,6 +1166,11 @@ static void case_peer_readahead(void)
 	 * page cache again, and a read sees the CPU's bytes. */
 	memset(m + (k + 1) * PAGE, 0xcd, PAGE);
 	CHECK(msync(m, bytes, MS_SYNC) == 0, "msync: %s", strerror(errno));
+	/* A launch acquires: the store gets a new version, the device its
+	 * bytes, and the file's times are trusted again, so that only the
+	 * version tells what was fetched from what is current. */
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise");
 	CHECK(mincore(m, bytes, vec) == 0, "mincore");
 	if (vec[k + 1] & 1) {
@@ -1176,6 +1181,32 @@ static void case_peer_readahead(void)
 	for (size_t i = 0; i < PAGE; i++)
 		CHECK(got[i] == 0xcd, "page %zu byte %zu reads %u after the CPU wrote 0xcd", k + 1, i, got[i]);
 	free(pattern);
+}
+
+/* A file that ends inside a page, its device copy current and the page
+ * cache dropped: a read of the last page returns the bytes up to the end
+ * of the file, as the kernel does, not the device page's zeros after it. */
+static void case_peer_read_tail(void)
+{
+	const size_t bytes = 10 * PAGE + 2048;
+	int fd = make_file(bytes, 0x3c);
+	unsigned char *m = map_file(fd, 11 * PAGE, MAP_SHARED);
+	unsigned char *d, got[PAGE];
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(fsync(fd) == 0, "fsync");
+	CHECK(madvise(m, 11 * PAGE, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	unsigned char vec[11];
+	CHECK(mincore(m, 11 * PAGE, vec) == 0, "mincore");
+	if (vec[10] & 1) {
+		printf("skip: the kernel kept the last page resident after MADV_PAGEOUT\n");
+		exit(77);
+	}
+	ssize_t n = pread(fd, got, PAGE, 10 * PAGE);
+	CHECK(n == 2048, "a 4 KiB pread at page 10 of a file of 10.5 pages returned %zd bytes, want 2048", n);
+	for (ssize_t i = 0; i < n; i++)
+		CHECK(got[i] == 0x3c, "byte %zd of page 10 reads %u", i, got[i]);
 }
 
 /* --- regions read in place (GAIA_BACKING=pinned, or auto for a read-only
@@ -1479,6 +1510,8 @@ int main(int argc, char **argv)
 		case_host_function_resizes();
 	else if (!strcmp(c, "explicit_device_calls"))
 		case_explicit_device_calls();
+	else if (!strcmp(c, "peer_read_tail"))
+		case_peer_read_tail();
 	else if (!strcmp(c, "peer_readahead"))
 		case_peer_readahead();
 	else if (!strcmp(c, "in_place_sparse"))
