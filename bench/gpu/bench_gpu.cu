@@ -34,20 +34,8 @@
 #include "simgpu.h"
 #endif
 
-#define PAGE 4096ull
-
-#define DIE(...)                                                                           \
-	do {                                                                               \
-		fprintf(stderr, "bench_gpu: " __VA_ARGS__);                                \
-		fprintf(stderr, "\n");                                                     \
-		exit(1);                                                                   \
-	} while (0)
-#define CUDA_OK(call)                                                                      \
-	do {                                                                               \
-		cudaError_t e_ = (call);                                                   \
-		if (e_ != cudaSuccess)                                                     \
-			DIE("%s: %s", #call, cudaGetErrorName(e_));                        \
-	} while (0)
+#define BENCH_NAME "bench_gpu"
+#include "bench_common.h"
 
 /* --- kernels --- */
 

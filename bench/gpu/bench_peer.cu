@@ -30,20 +30,8 @@
 
 #include "simgpu_kernel.h"
 
-#define PAGE 4096ull
-
-#define DIE(...)                                                                           \
-	do {                                                                               \
-		fprintf(stderr, "bench_peer: " __VA_ARGS__);                               \
-		fprintf(stderr, "\n");                                                     \
-		exit(1);                                                                   \
-	} while (0)
-#define CUDA_OK(call)                                                                      \
-	do {                                                                               \
-		cudaError_t e_ = (call);                                                   \
-		if (e_ != cudaSuccess)                                                     \
-			DIE("%s: %s", #call, cudaGetErrorName(e_));                        \
-	} while (0)
+#define BENCH_NAME "bench_peer"
+#include "bench_common.h"
 
 /* Sums one byte of every page (the device reads them all). */
 __global__ void touch_pages(const unsigned char *p, unsigned long long npages, unsigned long long *out)

@@ -622,22 +622,32 @@ static uint64_t dtoh_bytes(void)
 
 /* Peer caching: pages gone from the page cache while a device holds their
  * current bytes are read from the device (and are right). */
+/* A file of `bytes` holding a pattern (byte i = i * mul + add), synced,
+ * mapped shared, read whole by a kernel (into *d, allocated here), then
+ * let go by the CPU side (MADV_PAGEOUT: its pages are clean). */
+static unsigned char *peer_setup(size_t bytes, unsigned mul, unsigned add, int *fd, unsigned char **pattern,
+				 unsigned char **d)
+{
+	*fd = make_file(bytes, 0);
+	*pattern = (unsigned char *)malloc(bytes);
+	for (size_t i = 0; i < bytes; i++)
+		(*pattern)[i] = (unsigned char)(i * mul + add);
+	CHECK(pwrite(*fd, *pattern, bytes, 0) == (ssize_t)bytes, "pwrite");
+	CHECK(fsync(*fd) == 0, "fsync");
+	unsigned char *m = map_file(*fd, bytes, MAP_SHARED);
+	CUDA_OK(cudaMalloc((void **)d, bytes));
+	launch_copy(m, *d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	return m;
+}
+
 static void case_peer_read(void)
 {
 	const size_t bytes = 64 * PAGE;
-	int fd = make_file(bytes, 0);
-	unsigned char *pattern = (unsigned char *)malloc(bytes);
-	for (size_t i = 0; i < bytes; i++)
-		pattern[i] = (unsigned char)(i * 31 + 7);
-	CHECK(pwrite(fd, pattern, bytes, 0) == (ssize_t)bytes, "pwrite");
-	CHECK(fsync(fd) == 0, "fsync");
-	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
-	unsigned char *d;
-	CUDA_OK(cudaMalloc((void **)&d, bytes));
-	launch_copy(m, d, bytes);
-	CUDA_OK(cudaDeviceSynchronize());
-	/* The CPU side lets the pages go (they are clean). */
-	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	int fd;
+	unsigned char *pattern, *d;
+	unsigned char *m = peer_setup(bytes, 31, 7, &fd, &pattern, &d);
 	unsigned char vec[64];
 	CHECK(mincore(m, bytes, vec) == 0, "mincore");
 	size_t resident = 0;
@@ -1120,18 +1130,9 @@ static void case_explicit_device_calls(void)
 static void case_peer_readahead(void)
 {
 	const size_t npages = 256, bytes = npages * PAGE;
-	int fd = make_file(bytes, 0);
-	unsigned char *pattern = (unsigned char *)malloc(bytes), got[PAGE];
-	for (size_t i = 0; i < bytes; i++)
-		pattern[i] = (unsigned char)(i * 29 + 3);
-	CHECK(pwrite(fd, pattern, bytes, 0) == (ssize_t)bytes, "pwrite");
-	CHECK(fsync(fd) == 0, "fsync");
-	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
-	unsigned char *d;
-	CUDA_OK(cudaMalloc((void **)&d, bytes));
-	launch_copy(m, d, bytes);
-	CUDA_OK(cudaDeviceSynchronize());
-	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	int fd;
+	unsigned char *pattern, *d, got[PAGE];
+	unsigned char *m = peer_setup(bytes, 29, 3, &fd, &pattern, &d);
 	unsigned char vec[256];
 	CHECK(mincore(m, bytes, vec) == 0, "mincore");
 	for (size_t i = 0; i < npages; i++)
@@ -1269,6 +1270,15 @@ static int make_sparse_file(unsigned long long *at, unsigned char seed)
 	return fd;
 }
 
+/* Writes byte base + i at every step-th place of at[] (through the file). */
+static void rewrite_places(int fd, const unsigned long long *at, unsigned step, unsigned char base)
+{
+	for (unsigned i = 0; i < SPARSE_N; i += step) {
+		unsigned char v = (unsigned char)(base + i);
+		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
+	}
+}
+
 /* Kernels gather the bytes at at[] from m; each must equal the file's. */
 static void gather_and_check(const unsigned char *m, int fd, const unsigned long long *at, const char *when)
 {
@@ -1305,10 +1315,7 @@ static void case_in_place_sparse(void)
 		CHECK(moved <= 4ull * SPARSE_N * PAGE, "%llu bytes crossed the bus for %d bytes read at as many "
 		      "places of a %llu MiB file; reading in place moves about a page each",
 		      (unsigned long long)moved, SPARSE_N, SPARSE_BYTES >> 20);
-	for (unsigned i = 0; i < SPARSE_N; i += 5) {
-		unsigned char v = (unsigned char)(200 + i);
-		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
-	}
+	rewrite_places(fd, at, 5, 200);
 	gather_and_check(m, fd, at, "after pwrite between launches");
 }
 
@@ -1371,10 +1378,7 @@ static void case_in_place_truncated(void)
 	const unsigned char *m = map_file_prot(fd, sparse_bytes, PROT_READ, MAP_SHARED);
 	gather_and_check(m, fd, at, "before the truncation");
 	CHECK(ftruncate(fd, 0) == 0 && ftruncate(fd, (off_t)sparse_bytes) == 0, "ftruncate: %s", strerror(errno));
-	for (unsigned i = 0; i < SPARSE_N; i += 3) {
-		unsigned char v = (unsigned char)(100 + i);
-		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
-	}
+	rewrite_places(fd, at, 3, 100);
 	gather_and_check(m, fd, at, "after the file was emptied and written again");
 }
 
