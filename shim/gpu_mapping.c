@@ -193,8 +193,7 @@ static const char *in_place_refused(const struct gaia_mapping *m, int dev)
 		return "a private mapping (its pages may become the process's own copies)";
 	if (gpu_mapping_any_replica(m))
 		return "a device holds a replica of it already";
-	if (m->engine.live.count != 1 || m->engine.live.items[0].first != 0 ||
-	    m->engine.live.items[0].end != m->len / PG)
+	if (!gpu_mapping_whole(m))
 		return "part of it was unmapped";
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	if (pages > 0 && psize > 0 && pinned_bytes + m->len > (uint64_t)pages * (uint64_t)psize / 2)
@@ -341,6 +340,12 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 }
 
 static const struct lrc_host host;
+
+bool gpu_mapping_whole(const struct gaia_mapping *m)
+{
+	const struct range_set *live = &m->engine.live;
+	return live->count == 1 && live->items[0].first == 0 && live->items[0].end == m->len / PG;
+}
 
 bool gpu_mapping_any_replica(const struct gaia_mapping *m)
 {

@@ -45,6 +45,8 @@ GAIA_HIDDEN int gpu_mappings_sync(int dev, bool snapshot);
 struct gaia_mapping;
 struct cuda_replica;
 GAIA_HIDDEN bool gpu_mapping_any_replica(const struct gaia_mapping *m);
+/* Whether every page of m is still mapped (none unmapped in part). */
+GAIA_HIDDEN bool gpu_mapping_whole(const struct gaia_mapping *m);
 /* Why the vmm backing cannot be used on this device (NULL: it can). */
 GAIA_HIDDEN const char *gpu_vmm_probe(int device);
 /* A vmm replica of m on dev at m's own address. 0 or -errno. */

@@ -49,6 +49,13 @@ static int current_holder(const struct gaia_mapping *m, uint64_t p)
 	return -1;
 }
 
+/* Page p (resident: mincore's bit for it) may come from device d: out of
+ * the page cache, still mapped, and current there. */
+static bool serves(const struct gaia_mapping *m, unsigned char resident, uint64_t p, int d)
+{
+	return !(resident & 1) && range_set_contains(&m->engine.live, p) && current_holder(m, p) == d;
+}
+
 /* Pages of m from p on (at most n) that a read should take from device d:
  * not in the page cache (mincore on the program's mapping: nothing is read
  * to find out) and current on d. Returns how many such pages start at p
@@ -80,8 +87,7 @@ static uint64_t peer_run(const struct gaia_mapping *m, uint64_t p, uint64_t n, i
 		if (at && REAL(mincore)((void *)(m->start + (p + at) * PG), k * PG, vec))
 			break;
 		uint64_t j = 0;
-		while (j < k && !(vec[j] & 1) && range_set_contains(&m->engine.live, p + at + j) &&
-		       current_holder(m, p + at + j) == *dev)
+		while (j < k && serves(m, vec[j], p + at + j, *dev))
 			j++;
 		run += j;
 		if (j < k)
@@ -106,8 +112,7 @@ static uint64_t cached_run(const struct gaia_mapping *m, const struct peer_cache
 	if (REAL(mincore)((void *)(m->start + p * PG), n * PG, vec))
 		return 0;
 	uint64_t run = 0;
-	while (run < n && !(vec[run] & 1) && range_set_contains(&m->engine.live, p + run) &&
-	       current_holder(m, p + run) == c->dev &&
+	while (run < n && serves(m, vec[run], p + run, c->dev) &&
 	       tsvt_newest(&m->engine.tsvt, p + run) == c->ver[p + run - c->first])
 		run++;
 	return run;

@@ -63,16 +63,10 @@ size_t gpu_device_free_bytes(void)
 	return free_bytes;
 }
 
-static uint64_t live_pages(const struct gaia_mapping *m)
-{
-	const struct range_set *live = &m->engine.live;
-	return live->count == 1 ? live->items[0].end - live->items[0].first : 0;
-}
-
 int gpu_pinned_register(struct gaia_mapping *m, int dev)
 {
 	if (!m->pinned) {
-		if (live_pages(m) != m->len / GAIA_PAGE || m->engine.live.items[0].first != 0)
+		if (!gpu_mapping_whole(m))
 			return -EINVAL; /* partly unmapped: the driver pins whole ranges */
 		CUcontext ctx = NULL;
 		if (CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (registering a region)") || !ctx)

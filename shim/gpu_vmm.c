@@ -521,8 +521,7 @@ int gpu_vmm_refused(const struct gaia_mapping *m)
 		if (o && o->backing == GAIA_BACKING_VMM)
 			return -EADDRINUSE; /* one address holds one device's memory */
 	}
-	const struct range_set *live = &m->engine.live;
-	if (live->count != 1 || live->items[0].first != 0 || live->items[0].end != m->len / PG)
+	if (!gpu_mapping_whole(m))
 		return -EINVAL; /* partly unmapped: the holes may hold other mappings */
 	return 0;
 }
