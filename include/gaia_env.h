@@ -51,12 +51,15 @@
 	    "smallest mapping managed, in KiB; smaller ones pass through")              \
 	ENUM(BACKING, backing, AUTO,                                                    \
 	     "how kernels reach a region: a replica in driver virtual memory at the "   \
-	     "same address (vmm) or in managed memory; pinned = regions no kernel can " \
-	     "write (MAP_SHARED without PROT_WRITE) are read in place from the page "   \
-	     "cache (a read-only registration; zero copy), the others as auto; auto = " \
-	     "a replica (vmm where the driver allows), except a read-only region "      \
-	     "larger than half the device's free memory, or with no room left for its " \
-	     "replica, which is read in place; vmm and auto initialise the driver "     \
+	     "same address (vmm) or in managed memory; paged = every replica in "       \
+	     "managed memory that pages on demand (may exceed device memory; base "     \
+	     "copies stay on the host); pinned = regions no kernel can write "          \
+	     "(MAP_SHARED without PROT_WRITE) are read in place from the page cache "   \
+	     "(a read-only registration; zero copy), the others as auto; auto = a "     \
+	     "replica (vmm where the driver allows), except a region larger than half " \
+	     "the device's free memory, or with no room left for its replica: read in " \
+	     "place if read-only, else paged (vmm and managed too, when a replica "     \
+	     "finds no device memory); vmm and auto initialise the driver "             \
 	     "before a CUDA program's first managed mapping")                           \
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
@@ -81,7 +84,7 @@
  * Each word becomes the constant GAIA_<NAME>_<CONSTANT> (its index). */
 #define GAIA_ENV_WORDS_BACKING(W)                                                       \
 	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")  \
-	W(BACKING, PINNED, "pinned")
+	W(BACKING, PINNED, "pinned") W(BACKING, PAGED, "paged")
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")

@@ -162,6 +162,13 @@ static struct {
 	CUstream diff;
 	CUevent order;
 	bool diff_queued; /* since the last cuda_diffs_wait */
+	/* Uploads' pinned staging (upload_staged): two buffers of
+	 * stage_bytes, each with the event of its last copy; or none (the
+	 * uploads then go straight from the pages, in the same chunks). */
+	uint8_t *stage[2];
+	CUevent stage_done[2];
+	size_t stage_bytes;
+	bool stage_tried;
 } shim_streams[SHIM_STREAMS];
 static unsigned nshim_streams;
 static pthread_mutex_t shim_streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -311,6 +318,113 @@ static int copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const char 
 	return rc;
 }
 
+/* --- uploads: GAIA_GPU_READAHEAD_KB chunks through pinned staging ---
+ *
+ * An upload crosses the bus in chunks of the GPU window (DESIGN §3.2):
+ * each is copied by the CPU from the pages into one of two pinned staging
+ * buffers while the other one's chunk is on its way (cuMemcpyHtoDAsync
+ * from page-locked memory: the copy engine reads it directly, where a copy
+ * from pageable memory goes through the driver's own staging). One upload
+ * at a time uses the staging (staging_lock); it returns when its bytes
+ * are on the device, as copy_htod does. */
+static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
+
+size_t cuda_upload_chunk_bytes(void)
+{
+	return (size_t)gaia_config()->gpu_readahead_kb * 1024;
+}
+
+/* The current context's entry with its staging made (staging_lock
+ * held), or -1. */
+static int staging_side(size_t chunk)
+{
+	CUcontext ctx = NULL;
+	if (!cuda_shim_stream() || !drv.mem_alloc_host || !drv.mem_free_host || !drv.event_create ||
+	    !drv.event_record || !drv.event_synchronize ||
+	    CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (upload staging)") || !ctx)
+		return -1;
+	int found = -1;
+	pthread_mutex_lock(&shim_streams_lock);
+	for (unsigned i = 0; i < nshim_streams && found < 0; i++)
+		if (shim_streams[i].ctx == ctx)
+			found = (int)i;
+	pthread_mutex_unlock(&shim_streams_lock);
+	if (found < 0)
+		return -1;
+	typeof(shim_streams[0]) *e = &shim_streams[found];
+	if (!e->stage_tried) {
+		e->stage_tried = true;
+		bool ok = true;
+		for (int b = 0; b < 2 && ok; b++)
+			ok = !CU_CHECK(drv.mem_alloc_host((void **)&e->stage[b], chunk),
+				       "cuMemAllocHost (upload staging)") &&
+			     !CU_CHECK(drv.event_create(&e->stage_done[b], CU_EVENT_DISABLE_TIMING),
+				       "cuEventCreate (upload staging)");
+		if (ok) {
+			e->stage_bytes = chunk;
+		} else {
+			gaia_info("uploads go straight from the pages, in chunks of %zu KiB: no pinned staging",
+				  chunk / 1024);
+			for (int b = 0; b < 2; b++) {
+				if (e->stage[b])
+					(void)CU_FREE(drv.mem_free_host(e->stage[b]), "cuMemFreeHost (upload staging)");
+				if (e->stage_done[b])
+					(void)CU_CHECK(drv.event_destroy(e->stage_done[b]), "cuEventDestroy (upload staging)");
+				e->stage[b] = NULL;
+				e->stage_done[b] = NULL;
+			}
+		}
+	}
+	return e->stage_bytes ? found : -1;
+}
+
+/* bytes from src to dst in chunks of the GPU window, through the staging
+ * when there is one; 0 or -errno. */
+static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool src_is_device)
+{
+	size_t chunk = cuda_upload_chunk_bytes();
+	pthread_mutex_lock(&staging_lock);
+	int i = staging_side(chunk);
+	int rc = 0;
+	if (i < 0) {
+		/* A host pointer the driver takes for device memory (vmm)
+		 * cannot be handed to it: bounced through the heap. */
+		uint8_t *bounce = src_is_device ? malloc(chunk) : NULL;
+		if (src_is_device && !bounce)
+			rc = -ENOMEM;
+		for (size_t done = 0; done < bytes && !rc; done += chunk) {
+			size_t n = bytes - done < chunk ? bytes - done : chunk;
+			if (bounce)
+				memcpy(bounce, src + done, n);
+			rc = copy_htod(dst + done, bounce ? bounce : src + done, n, "upload");
+		}
+		free(bounce);
+		pthread_mutex_unlock(&staging_lock);
+		return rc;
+	}
+	typeof(shim_streams[0]) *e = &shim_streams[i];
+	CUstream s = e->stream;
+	bool pending[2] = {false, false};
+	unsigned b = 0;
+	for (size_t done = 0; done < bytes && !rc; done += chunk, b ^= 1) {
+		size_t n = bytes - done < chunk ? bytes - done : chunk;
+		/* The buffer's previous chunk must have left before it is
+		 * filled again; the other one's is crossing meanwhile. */
+		if (pending[b])
+			rc = CU_CHECK(drv.event_synchronize(e->stage_done[b]), "cuEventSynchronize (upload staging)");
+		if (rc)
+			break;
+		memcpy(e->stage[b], src + done, n);
+		rc = CU_CHECK(drv.memcpy_htod_async(dst + done, e->stage[b], n, s), "cuMemcpyHtoDAsync (upload)");
+		if (!rc)
+			rc = CU_CHECK(drv.event_record(e->stage_done[b], s), "cuEventRecord (upload staging)");
+		pending[b] = !rc;
+	}
+	int w = CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+	pthread_mutex_unlock(&staging_lock);
+	return rc ? rc : w;
+}
+
 struct ctx_switch cuda_enter_ctx(const struct cuda_replica *r)
 {
 	struct ctx_switch s = {false, NULL};
@@ -429,32 +543,29 @@ static CUdeviceptr addr_of(const struct cuda_replica *r, uint64_t page)
 }
 
 /* The region's own address is device memory to the driver (vmm): host
- * bytes read through it travel through a bounce buffer, never as a host
- * pointer the driver would take for the device's. */
-static int upload_bounced(struct cuda_replica *r, CUdeviceptr dst, const uint8_t *src, size_t bytes)
-{
-	enum { BOUNCE = 1 << 20 };
-	uint8_t *buf = malloc(bytes < BOUNCE ? bytes : BOUNCE);
-	if (!buf)
-		return -ENOMEM;
-	int rc = 0;
-	for (size_t done = 0; done < bytes && !rc;) {
-		size_t n = bytes - done < BOUNCE ? bytes - done : BOUNCE;
-		memcpy(buf, src + done, n);
-		rc = copy_htod(dst + done, buf, n, "upload");
-		done += n;
-	}
-	free(buf);
-	(void)r;
-	return rc;
-}
-
+ * bytes read through it are never handed to the driver as a host pointer
+ * (upload_staged copies them by the CPU first). */
 static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, size_t bytes)
 {
 	uintptr_t s = (uintptr_t)src;
-	if (r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start)
-		return upload_bounced(r, dst, src, bytes);
-	return copy_htod(dst, src, bytes, "upload");
+	bool in_span = r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start;
+	return upload_staged(dst, src, bytes, in_span);
+}
+
+/* A paged replica's base pages are written where they live, on the host
+ * (a copy on the device would bring replica and base there), after the
+ * shim's queued work that reads or writes them (commits, rebases). From
+ * `src`, or (NULL) from the replica's pages just uploaded: never read the
+ * program's mapping twice, which its threads may be storing into between
+ * the two reads (the base would then differ from the replica where the
+ * device wrote nothing, and the sync would write the older byte back). */
+static int base_on_host(struct cuda_replica *r, uint64_t first, const void *src, size_t bytes)
+{
+	int rc = cuda_shim_settle();
+	if (!rc)
+		memcpy((void *)(uintptr_t)(r->base + first * PG),
+		       src ? src : (const void *)(uintptr_t)addr_of(r, first), bytes);
+	return rc;
 }
 
 static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
@@ -466,13 +577,15 @@ static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npage
 	if (to & DEVICE_REPLICA) {
 		rc = upload_to(r, addr_of(r, first), src, bytes);
 		if (!rc && (to & DEVICE_BASE))
-			rc = copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
+			rc = r->paged ? base_on_host(r, first, NULL, bytes)
+				      : copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
 	} else if (to & DEVICE_BASE) {
-		rc = upload_to(r, r->base + first * PG, src, bytes);
+		rc = r->paged ? base_on_host(r, first, src, bytes) : upload_to(r, r->base + first * PG, src, bytes);
 	}
 	if (!rc) {
+		size_t chunk = cuda_upload_chunk_bytes();
 		stats_add(GAIA_STAT_h2d_bytes, bytes);
-		stats_add(GAIA_STAT_h2d_transfers, 1);
+		stats_add(GAIA_STAT_h2d_transfers, (bytes + chunk - 1) / chunk);
 		r->dirty_since_prefetch = true;
 	}
 	return rc;
@@ -585,7 +698,7 @@ static int replica_diff_start(void *rep, uint64_t first, uint64_t npages)
 {
 	struct cuda_replica *r = rep;
 	const struct diff_kernels *dk = diff_kernels_here();
-	if (!dk->fn || !r->base || !r->changed || first + npages > r->changed_pages)
+	if (!dk->fn || !r->base || !r->changed || first + npages > r->changed_pages || r->paged)
 		return -ENOTSUP;
 	if (r->nstarted == r->started_capacity) {
 		unsigned cap = r->started_capacity ? 2 * r->started_capacity : 8;
@@ -663,7 +776,10 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	if (!answer)
 		return -ENOMEM;
 	int rc = 0;
-	if (!dk->fn) {
+	/* A paged replica is compared where its pages are: those no kernel
+	 * touched never leave the host (the kernel would bring every page
+	 * to the device, evicting as it goes). */
+	if (!dk->fn || r->paged) {
 		rc = diff_on_host(r, first, npages, answer);
 	} else {
 		bool taken = take_started(r, first, npages);
@@ -847,12 +963,36 @@ const struct device_ops cuda_device_ops = {
  * page), allocated with the replica, and the diff kernel loaded: at a sync
  * the program's kernels may still run, and neither a module load nor an
  * allocation may have to wait for them then. */
+/* A paged replica's base copies: managed memory that prefers the host
+ * and that the device reaches there, so that they take no device memory
+ * and never evict the replica's pages. */
+static int alloc_host_base(struct cuda_replica *r)
+{
+	if (!drv.mem_alloc_managed)
+		return -ENOTSUP;
+	int rc = CU_CHECK(drv.mem_alloc_managed(&r->base, r->len, CU_MEM_ATTACH_GLOBAL),
+			  "cuMemAllocManaged (base copies on the host)");
+	if (rc)
+		return rc;
+	if (drv.mem_advise) {
+		CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+		CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
+		/* Hints: without them the base pages the device compares
+		 * migrate there like the replica's. */
+		(void)CU_CHECK(drv.mem_advise(r->base, r->len, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host),
+			       "cuMemAdvise (base copies prefer the host)");
+		(void)CU_CHECK(drv.mem_advise(r->base, r->len, CU_MEM_ADVISE_SET_ACCESSED_BY, dev),
+			       "cuMemAdvise (base copies reached from the device)");
+	}
+	return 0;
+}
+
 int cuda_alloc_base(struct cuda_replica *r, bool writable)
 {
 	if (!writable)
 		return 0;
 	const struct diff_kernels *dk = diff_kernels_here();
-	int rc = CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
+	int rc = r->paged ? alloc_host_base(r) : CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
 	size_t pages = (r->len + PG - 1) / PG;
 	if (!rc && dk->fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
 		r->changed_pages = pages;

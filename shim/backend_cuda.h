@@ -14,6 +14,9 @@
 struct cuda_replica {
 	int device;
 	int backing; /* GAIA_BACKING_VMM or GAIA_BACKING_MANAGED */
+	/* managed, paged on demand (mode M): never prefetched whole, base
+	 * copies in managed memory kept on the host, compared on the host */
+	bool paged;
 	CUdeviceptr dptr;          /* the replica's engine page 0 */
 	CUdeviceptr base;          /* base copies (writable regions), else 0 */
 	size_t len;
@@ -51,6 +54,9 @@ struct cuda_replica {
 };
 
 GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
+
+/* The size of an upload's chunks (GAIA_GPU_READAHEAD_KB), in bytes. */
+GAIA_HIDDEN size_t cuda_upload_chunk_bytes(void);
 
 /* Whether a driver with the core entry points is loaded. */
 GAIA_HIDDEN bool cuda_backend_ready(void);
@@ -92,7 +98,8 @@ GAIA_HIDDEN cudaError_t cuda_runtime_error_of(CUresult rc);
  * (the driver honours the address only for reservations of
  * GAIA_VMM_SPAN_MIN on a GAIA_VMM_SPAN_ALIGN boundary), and device memory
  * is mapped over [span_start, span_start+span_len) (granularity-aligned,
- * covering the region). 0 or -errno. */
+ * covering the region). GAIA_BACKING_PAGED: managed memory paged on
+ * demand (struct cuda_replica.paged). 0 or -errno. */
 GAIA_HIDDEN int cuda_replica_create(struct cuda_replica *r, int backing, int device,
 				    uintptr_t addr, size_t len, bool writable, uintptr_t span_start,
 				    size_t span_len, size_t reserve_len);

@@ -91,7 +91,8 @@ int cuda_replica_create(struct cuda_replica *r, int backing, int device, uintptr
 	memset(r, 0, sizeof(*r));
 	r->device = device;
 	r->len = len;
-	r->backing = backing;
+	r->paged = backing == GAIA_BACKING_PAGED;
+	r->backing = r->paged ? GAIA_BACKING_MANAGED : backing;
 	if (CU_CHECK(drv.ctx_get_current(&r->ctx), "cuCtxGetCurrent (a replica's context)"))
 		r->ctx = NULL;
 	int rc;
@@ -118,7 +119,9 @@ int cuda_replica_fill(struct cuda_replica *r, uint8_t byte)
 
 void cuda_replica_prefetch(struct cuda_replica *r)
 {
-	if (r->backing != GAIA_BACKING_MANAGED || !r->dirty_since_prefetch || !drv.prefetch)
+	/* A paged replica may be larger than the device: its pages come
+	 * when kernels touch them. */
+	if (r->backing != GAIA_BACKING_MANAGED || r->paged || !r->dirty_since_prefetch || !drv.prefetch)
 		return;
 	/* Uploads through the host window left blocks on the host; move them
 	 * in bulk instead of one fault each in the kernel. */

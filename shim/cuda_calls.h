@@ -47,6 +47,9 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(memcpy_dtod, "cuMemcpyDtoD_v2", PFN_cuMemcpyDtoD_v3020, CORE)                                         \
 	X(memset_d8, "cuMemsetD8_v2", PFN_cuMemsetD8_v3020, CORE)                                               \
 	X(prefetch, "cuMemPrefetchAsync_v2", PFN_cuMemPrefetchAsync_v12020, OPT)                                \
+	X(mem_advise, "cuMemAdvise_v2", PFN_cuMemAdvise_v12020, OPT)                                            \
+	X(mem_alloc_host, "cuMemAllocHost_v2", PFN_cuMemAllocHost_v3020, OPT)                                    \
+	X(mem_free_host, "cuMemFreeHost", PFN_cuMemFreeHost_v2000, OPT)                                          \
 	X(pointer_attribute, "cuPointerGetAttribute", PFN_cuPointerGetAttribute_v4000, OPT)                     \
 	X(array3d_descriptor, "cuArray3DGetDescriptor_v2", gaia_array3d_descriptor_fn, OPT)                     \
 	X(stream_synchronize, "cuStreamSynchronize", PFN_cuStreamSynchronize_v2000, OPT)                        \

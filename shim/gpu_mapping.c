@@ -210,7 +210,7 @@ static bool reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, 
 {
 	int knob = gaia_config()->backing;
 	*why = 0;
-	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED)
+	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED || knob == GAIA_BACKING_PAGED)
 		return false;
 	const char *refused = in_place_refused(m, dev);
 	if (refused) {
@@ -232,6 +232,28 @@ static bool reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, 
 		return true;
 	}
 	snprintf(why, n, "%zu MiB of the %zu MiB the device has free: a replica", m->len >> 20, free_bytes >> 20);
+	return false;
+}
+
+/* Whether dev's replica of m pages on demand (mode M: managed memory,
+ * base copies on the host; GAIA_BACKING: paged, every replica; auto, one
+ * larger than half the device's free memory); the reason goes to *why. */
+static bool pages_on_demand(const struct gaia_mapping *m, char *why, size_t n)
+{
+	int knob = gaia_config()->backing;
+	*why = 0;
+	if (knob == GAIA_BACKING_PAGED) {
+		snprintf(why, n, "GAIA_BACKING=paged");
+		return true;
+	}
+	if (knob != GAIA_BACKING_AUTO && knob != GAIA_BACKING_PINNED)
+		return false;
+	size_t free_bytes = gpu_device_free_bytes();
+	if (free_bytes && m->len > free_bytes / 2) {
+		snprintf(why, n, "%zu MiB, more than half the %zu MiB the device has free", m->len >> 20,
+			 free_bytes >> 20);
+		return true;
+	}
 	return false;
 }
 
@@ -300,7 +322,8 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	int backing = backing_for(dev);
+	char paged_why[192];
+	int backing = pages_on_demand(m, paged_why, sizeof(paged_why)) ? GAIA_BACKING_PAGED : backing_for(dev);
 	int rc = -ENOTSUP;
 	if (backing == GAIA_BACKING_VMM && !(tried && !device_idle_locked(dev))) {
 		rc = gpu_vmm_create(m, r, dev);
@@ -311,12 +334,19 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 				  m->path, dev, vmm_failure_reason(rc));
 	}
 	if (rc)
-		rc = cuda_replica_create(r, GAIA_BACKING_MANAGED, dev, m->start, m->len,
-					 m->exec.writable, 0, 0, 0);
+		rc = cuda_replica_create(r, backing == GAIA_BACKING_PAGED ? GAIA_BACKING_PAGED : GAIA_BACKING_MANAGED,
+					 dev, m->start, m->len, m->exec.writable, 0, 0, 0);
 	if (rc == -ENOMEM && reads_in_place(m, dev, true, why, sizeof(why)) &&
 	    read_in_place(m, dev, why) == LRC_IN_PLACE) {
 		free(r);
 		return LRC_IN_PLACE;
+	}
+	if (rc == -ENOMEM && backing != GAIA_BACKING_PAGED) {
+		/* Demoted rather than refused: managed memory may exceed the
+		 * device. */
+		snprintf(paged_why, sizeof(paged_why), "no device memory left for a replica of %zu MiB",
+			 m->len >> 20);
+		rc = cuda_replica_create(r, GAIA_BACKING_PAGED, dev, m->start, m->len, m->exec.writable, 0, 0, 0);
 	}
 	if (rc) {
 		gaia_warn("%s: no replica on device %d (%s); launches there that pass pointers "
@@ -333,9 +363,15 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	m->exec.ops = &cuda_device_ops;
 	m->exec.storing = note_outside_changes;
 	m->exec.stored = forget_own_stores;
-	gaia_info("%s: replica on device %d, %s, %zu KiB", m->path, dev,
-		  r->backing == GAIA_BACKING_VMM ? "at its own address" : "in managed memory",
-		  m->len / 1024);
+	if (r->paged) {
+		stats_add(GAIA_STAT_paged_replicas, 1);
+		gaia_info("%s: replica on device %d in managed memory paged on demand, %zu KiB (base "
+			  "copies on the host): %s", m->path, dev, m->len / 1024, paged_why);
+	} else {
+		gaia_info("%s: replica on device %d, %s, %zu KiB", m->path, dev,
+			  r->backing == GAIA_BACKING_VMM ? "at its own address" : "in managed memory",
+			  m->len / 1024);
+	}
 	return 0;
 }
 

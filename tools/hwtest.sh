@@ -148,7 +148,7 @@ for b in "${backings[@]}"; do
 done
 # Every tests/programs/*.cu. ptr_array, ptr_in_file, map_before_init and odd_sizes rely on
 # vmm's same-address replica (tests/programs/CMakeLists.txt): not run with
-# managed. oom_launch needs a device smaller than its file (a 32 MiB
+# managed. larger_than_device needs a device smaller than its file (a 32 MiB
 # simulated one; on a real GPU it skips itself).
 # A NAME_lib.cu is a plugin (libNAME_lib.so): program NAME (NAME.c) loads it
 # with dlopen(RTLD_LOCAL).
@@ -161,7 +161,7 @@ for src in "$source"/tests/programs/*.cu; do
 	for b in "${backings[@]}"; do
 		case $p:$b in ptr_array:managed | ptr_in_file:managed | odd_sizes:managed | map_before_init:managed) continue ;; esac
 		extra=()
-		[[ $p == oom_launch ]] && extra=(SIMGPU_MEM_MB=32)
+		[[ $p == larger_than_device ]] && extra=(SIMGPU_MEM_MB=32)
 		run "$p" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" "${extra[@]}" -- "$programs/$p" "${args[@]}"
 	done
 done

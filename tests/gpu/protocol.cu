@@ -91,6 +91,16 @@ __global__ void gather_bytes(const unsigned char *src, const unsigned long long 
 }
 SIMGPU_KERNEL(gather_bytes);
 
+/* src[at[i] + 1] = base + i for even i < n: writes at data-dependent
+ * places. */
+__global__ void scatter_bytes(unsigned char *dst, const unsigned long long *at, unsigned n, unsigned char base)
+{
+	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n && i % 2 == 0)
+		dst[at[i] + 1] = (unsigned char)(base + i);
+}
+SIMGPU_KERNEL(scatter_bytes);
+
 /* --- helpers --- */
 
 static char path[256];
@@ -143,6 +153,17 @@ static uint64_t htod_bytes(void)
 	struct simgpu_stats st;
 	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
 	return st.htod_bytes;
+#else
+	return 0;
+#endif
+}
+
+static uint64_t htod_transfers(void)
+{
+#ifndef __CUDACC__
+	struct simgpu_stats st;
+	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
+	return st.htod_transfers;
 #else
 	return 0;
 #endif
@@ -317,6 +338,45 @@ static void case_bytes_moved(void)
 	CUDA_OK(cudaDeviceSynchronize());
 	CHECK(!counted || htod_bytes() == h2, "a clean launch uploaded %llu bytes",
 	      (unsigned long long)(htod_bytes() - h2));
+}
+
+/* The first launch uploads a 4 MiB region in chunks of the GPU window
+ * (GAIA_GPU_READAHEAD_KB, through pinned staging): as many transfers as
+ * chunks, and every byte the CPU's, the later chunks too; a launch after
+ * the CPU wrote three pages shows them. */
+static void case_upload_chunks(void)
+{
+	const size_t bytes = 4u << 20;
+	int fd = make_file(bytes, 0x5a);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	for (size_t p = 0; p < bytes / PAGE; p++)
+		m[p * PAGE + 7] = (unsigned char)(p * 7 + 1);
+	unsigned char *d, *got = (unsigned char *)malloc(bytes);
+	CHECK(got != NULL, "malloc");
+	CUDA_OK(cudaMalloc((void **)&d, bytes));
+	const char *kb = getenv("GAIA_GPU_READAHEAD_KB");
+	size_t window = (kb ? strtoull(kb, NULL, 10) : 2048) * 1024;
+	uint64_t t0 = htod_transfers();
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	uint64_t chunks = htod_transfers() - t0;
+	if (bytes_counted("transfers of an upload"))
+		CHECK(chunks == (bytes + window - 1) / window, "the first launch uploaded %zu KiB in %llu transfers; a "
+		      "window of %zu KiB makes %zu", bytes / 1024, (unsigned long long)chunks, window / 1024,
+		      (bytes + window - 1) / window);
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++)
+		CHECK(got[i] == m[i], "byte %zu: the kernel saw %u, the CPU has %u", i, got[i], m[i]);
+	m[3 * PAGE] = 1;
+	m[700 * PAGE + 5] = 2;
+	m[701 * PAGE + 7] = 3;
+	launch_copy(m, d, bytes);
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(got, d, bytes, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++)
+		CHECK(got[i] == m[i], "after the CPU wrote, byte %zu: the kernel saw %u, the CPU has %u", i, got[i], m[i]);
+	CUDA_OK(cudaFree(d));
+	free(got);
 }
 
 /* Two launches with no sync between, the CPU writing in between: the
@@ -1319,6 +1379,54 @@ static void case_in_place_sparse(void)
 	gather_and_check(m, fd, at, "after pwrite between launches");
 }
 
+/* A writable file 4x device memory (mode M: a replica in managed memory
+ * paged on demand), read and written by kernels at 512 places while the
+ * CPU writes next to each of them, on the same pages, before the sync:
+ * after it the file holds both sides' bytes; a pwrite between launches is
+ * what the next one reads; and the file never crossed the bus whole. */
+static void case_paged_sparse(void)
+{
+	static unsigned long long at[SPARSE_N];
+	int fd = make_sparse_file(at, 21);
+	unsigned char *m = map_file_prot(fd, SPARSE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED);
+	uint64_t before = bus_htod_bytes();
+	gather_and_check(m, fd, at, "first launch");
+	unsigned long long *d_at;
+	CUDA_OK(cudaMalloc((void **)&d_at, sizeof(*d_at) * SPARSE_N));
+	CUDA_OK(cudaMemcpy(d_at, at, sizeof(*d_at) * SPARSE_N, cudaMemcpyHostToDevice));
+	SIMGPU_LAUNCH(scatter_bytes, SPARSE_N / 128, 128, 0, 0)(m, d_at, SPARSE_N, 40);
+	CUDA_OK(cudaGetLastError());
+	for (unsigned i = 0; i < SPARSE_N; i++)
+		m[at[i] + 2] = (unsigned char)(90 + i); /* the CPU, on the kernel's pages */
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaFree(d_at));
+	for (unsigned i = 0; i < SPARSE_N; i++) {
+		unsigned char file[3];
+		CHECK(pread(fd, file, 3, (off_t)at[i]) == 3, "pread: %s", strerror(errno));
+		unsigned char gpu = i % 2 ? 0 : (unsigned char)(40 + i), cpu = (unsigned char)(90 + i),
+			      was = (unsigned char)(21 + i);
+		CHECK(m[at[i]] == was && file[0] == was, "byte %llu: %u in memory, %u in the file, was %u", at[i],
+		      m[at[i]], file[0], was);
+		CHECK(m[at[i] + 1] == gpu && file[1] == gpu, "the kernel's byte %llu: %u in memory, %u in the file, "
+		      "it wrote %u", at[i] + 1, m[at[i] + 1], file[1], gpu);
+		CHECK(m[at[i] + 2] == cpu && file[2] == cpu, "the CPU's byte %llu: %u in memory, %u in the file, "
+		      "it wrote %u", at[i] + 2, m[at[i] + 2], file[2], cpu);
+	}
+	rewrite_places(fd, at, 3, 150);
+	gather_and_check(m, fd, at, "after pwrite between launches");
+	uint64_t moved = bus_htod_bytes() - before;
+	if (bytes_counted("bus bytes of a region paged on demand"))
+		CHECK(moved < SPARSE_BYTES / 2, "%llu bytes crossed the bus for 512 places of a %llu MiB file: it was "
+		      "not paged on demand", (unsigned long long)moved, SPARSE_BYTES >> 20);
+	CHECK(munmap(m, SPARSE_BYTES) == 0, "munmap: %s", strerror(errno));
+	for (unsigned i = 0; i < SPARSE_N; i += 2) {
+		unsigned char b;
+		CHECK(pread(fd, &b, 1, (off_t)at[i] + 1) == 1 && b == (unsigned char)(40 + i),
+		      "after munmap the file has %u at %llu, the kernel wrote %u", b, at[i] + 1, (unsigned char)(40 + i));
+	}
+	last_map = NULL;
+}
+
 /* A region read in place made writable: the registration goes, and
  * kernels' writes from then on reach the file with the CPU's, through a
  * replica. 40 MiB: more than half the free memory of the 64 MiB device
@@ -1520,6 +1628,10 @@ int main(int argc, char **argv)
 		case_peer_readahead();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
+	else if (!strcmp(c, "upload_chunks"))
+		case_upload_chunks();
+	else if (!strcmp(c, "paged_sparse"))
+		case_paged_sparse();
 	else if (!strcmp(c, "in_place_then_writable"))
 		case_in_place_then_writable();
 	else if (!strcmp(c, "in_place_remapped"))
@@ -1549,7 +1661,7 @@ int main(int argc, char **argv)
 		CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
 		bool managed = st.managed_bytes_in_use > 0;
 		if (strcmp(want, "pinned") && strcmp(want, "auto"))
-			CHECK(managed == !strcmp(want, "managed"), "GAIA_BACKING=%s but %s managed memory is allocated",
+			CHECK(managed == (!strcmp(want, "managed") || !strcmp(want, "paged")), "GAIA_BACKING=%s but %s managed memory is allocated",
 			      want, managed ? "some" : "no");
 		unsigned type = 0;
 		CUresult r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
