@@ -14,6 +14,7 @@
 #   make bench-cpu      the preloaded shim against the kernel alone (installs fio)
 #   make bench-gpu      launches and syncs under the shim on the simulated GPU
 #   make bench-peer     peer caching: preads served from a device vs storage (gnuplot)
+#   make bench-stream   a kernel streams a file 0.5x and 4x device memory: copy, managed, gaia (gnuplot)
 #   make bench-gunrock  dynamic-graph SSSP sweep (workloads/gunrock; gnuplot for the plot)
 #   make bench-mosaic   image collage and stitching in every mode (workloads/mosaic; gnuplot)
 #   make install    build, then install under PREFIX (/usr/local), staged in
@@ -29,7 +30,7 @@ DEB_PACKAGES := cmake make gcc g++ pkg-config libcmocka-dev libunwind-dev libxxh
 # tests skip, saying what to install.
 TEST_DEB_PACKAGES := git python3
 
-.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-peer bench-gunrock bench-mosaic install uninstall clean
+.PHONY: all deps configure demo test test-asan test-tsan soak bench bench-engine bench-cpu bench-gpu bench-peer bench-stream bench-gunrock bench-mosaic install uninstall clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -125,7 +126,7 @@ soak: all
 	  grep -E '^[0-9]+: (stress|kill9|gpu_streams|survivor):|tests passed|Failed' soak.log; \
 	  echo "soak: full output in $(BUILD)/soak.log"; exit $$rc; }
 
-bench: bench-engine bench-cpu bench-gpu bench-peer bench-gunrock bench-mosaic
+bench: bench-engine bench-cpu bench-gpu bench-peer bench-stream bench-gunrock bench-mosaic
 
 bench-engine: all
 	$(BUILD)/bench/bench_merge
@@ -155,6 +156,21 @@ bench-peer: all
 	  set ylabel 'speedup over the kernel (sequential 4 KiB preads)'; set grid; \
 	  plot '$(BUILD)/bench-peer/peer.csv' skip 1 using (strcol(3) eq 'default' ? 1/0 : \$$3):6 with linespoints title 'gaia / kernel'" \
 	  && echo "plot: $(BUILD)/bench-peer/peer_readahead.png"; else echo "plot: gnuplot is not installed; CSV only"; fi
+
+# Streaming read (the GAIA paper's Fig. 6a): a kernel reads a whole file
+# 0.5x and 4x the simulated device's memory, as copy, managed and gaia; a
+# sweep of GAIA_GPU_READAHEAD_KB. Table, CSV and plot in $(BUILD)/bench-stream.
+BENCH_STREAM_DEVICE_MB ?= 64
+bench-stream: all
+	$(call install-debs,gnuplot-nox,optional)
+	mkdir -p $(BUILD)/bench-stream
+	LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/simgpu $(BUILD)/bench/bench_stream --lib $(CURDIR)/$(BUILD)/libgaia.so \
+	  --device-mb $(BENCH_STREAM_DEVICE_MB) --out $(CURDIR)/$(BUILD)/bench-stream
+	@if command -v gnuplot >/dev/null; then gnuplot -e "set datafile separator ','; set terminal pngcairo size 800,480 noenhanced; \
+	  set output '$(BUILD)/bench-stream/stream_gpu_readahead.png'; set logscale x 2; set xlabel 'GAIA_GPU_READAHEAD_KB'; \
+	  set ylabel 'GB/s (file 0.5x device memory, a replica)'; set grid; \
+	  plot '$(BUILD)/bench-stream/stream.csv' skip 1 using (strcol(2) eq 'gaia-R' ? \$$4 : 1/0):6 with linespoints title 'gaia (replica)'" \
+	  && echo "plot: $(BUILD)/bench-stream/stream_gpu_readahead.png"; else echo "plot: gnuplot is not installed; CSV only"; fi
 
 # The dynamic-graph SSSP sweep; GUNROCK_BENCH_ARGS="--scale=18" for bigger
 # runs (workloads/gunrock/README.md). gnuplot draws the plot when present.

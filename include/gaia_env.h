@@ -41,7 +41,8 @@
 	    "KiB: the first window; sequential reads double it up to 16 times this, "   \
 	    "others halve it")                                                          \
 	INT(GPU_READAHEAD_KB, gpu_readahead_kb, 2048, 64, 1048576,                      \
-	    "upload batch and GPU prefetch window, in KiB")                             \
+	    "the size of an upload's chunks, in KiB: each crosses the bus from one of " \
+	    "two pinned staging buffers while the CPU fills the other")                 \
 	STR(PATHS, paths, "", "':'-separated fnmatch globs, a leading '!' excludes",    \
 	    check_paths,                                                                \
 	    "which files to manage: the first glob matching the path decides; a path "  \
