@@ -59,9 +59,10 @@
 	     "(a read-only registration; zero copy), the others as auto; auto = a "     \
 	     "replica (vmm where the driver allows), except a region larger than half " \
 	     "the device's free memory, or with no room left for its replica: read in " \
-	     "place if read-only, else paged (vmm and managed too, when a replica "     \
-	     "finds no device memory); vmm and auto initialise the driver "             \
-	     "before a CUDA program's first managed mapping")                           \
+	     "place if read-only, else paged (managed: such a region is paged; vmm "    \
+	     "and managed: a replica that finds no device memory is); vmm, pinned "    \
+	     "and auto initialise the driver before a CUDA program's first managed "    \
+	     "mapping")                                                                 \
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
 	     "bits, or the best the kernel offers (auto)")                              \

@@ -192,19 +192,29 @@ CUstream cuda_shim_stream(void)
 	return s;
 }
 
+/* The current context's entry in shim_streams (its stream made), or -1;
+ * with shim_streams_lock held. */
+static int ctx_entry_locked(const char *purpose)
+{
+	CUcontext ctx = NULL;
+	char what[96];
+	snprintf(what, sizeof(what), "cuCtxGetCurrent (%s)", purpose);
+	if (CU_CHECK(drv.ctx_get_current(&ctx), what) || !ctx)
+		return -1;
+	for (unsigned i = 0; i < nshim_streams; i++)
+		if (shim_streams[i].ctx == ctx)
+			return (int)i;
+	return -1;
+}
+
 /* The current context's entry in shim_streams with its diff stream and
  * event made, or -1. */
 static int diff_side(void)
 {
-	CUcontext ctx = NULL;
-	if (!cuda_shim_stream() || !drv.event_create || !drv.event_record || !drv.stream_wait_event ||
-	    CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (the diff stream)") || !ctx)
+	if (!cuda_shim_stream() || !drv.event_create || !drv.event_record || !drv.stream_wait_event)
 		return -1;
-	int found = -1;
 	pthread_mutex_lock(&shim_streams_lock);
-	for (unsigned i = 0; i < nshim_streams && found < 0; i++)
-		if (shim_streams[i].ctx == ctx)
-			found = (int)i;
+	int found = ctx_entry_locked("the diff stream");
 	if (found >= 0 && !shim_streams[found].order &&
 	    CU_CHECK(drv.event_create(&shim_streams[found].order, CU_EVENT_DISABLE_TIMING),
 		     "cuEventCreate (the diff stream)"))
@@ -338,20 +348,28 @@ size_t cuda_upload_chunk_bytes(void)
  * held), or -1. */
 static int staging_side(size_t chunk)
 {
-	CUcontext ctx = NULL;
 	if (!cuda_shim_stream() || !drv.mem_alloc_host || !drv.mem_free_host || !drv.event_create ||
-	    !drv.event_record || !drv.event_synchronize ||
-	    CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (upload staging)") || !ctx)
+	    !drv.event_record || !drv.event_synchronize || !drv.event_destroy)
 		return -1;
-	int found = -1;
 	pthread_mutex_lock(&shim_streams_lock);
-	for (unsigned i = 0; i < nshim_streams && found < 0; i++)
-		if (shim_streams[i].ctx == ctx)
-			found = (int)i;
+	int found = ctx_entry_locked("upload staging");
 	pthread_mutex_unlock(&shim_streams_lock);
 	if (found < 0)
 		return -1;
 	typeof(shim_streams[0]) *e = &shim_streams[found];
+	CUcontext owner = NULL;
+	if (e->stage_bytes && drv.pointer_attribute &&
+	    (drv.pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)e->stage[0]) !=
+		     CUDA_SUCCESS ||
+	     owner != e->ctx)) {
+		/* A context destroyed (cudaDeviceReset) and another made
+		 * with the same handle: the staging went with the first. */
+		gaia_info("the uploads' pinned staging went with its context: made again");
+		memset(e->stage, 0, sizeof(e->stage));
+		memset(e->stage_done, 0, sizeof(e->stage_done));
+		e->stage_bytes = 0;
+		e->stage_tried = false;
+	}
 	if (!e->stage_tried) {
 		e->stage_tried = true;
 		bool ok = true;
@@ -379,27 +397,32 @@ static int staging_side(size_t chunk)
 }
 
 /* bytes from src to dst in chunks of the GPU window, through the staging
- * when there is one; 0 or -errno. */
-static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool src_is_device)
+ * when there is one; the same bytes also to the host memory at `also`
+ * when given (a paged replica's base: src is read once). 0 or -errno. */
+static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool src_is_device, uint8_t *also)
 {
 	size_t chunk = cuda_upload_chunk_bytes();
 	pthread_mutex_lock(&staging_lock);
 	int i = staging_side(chunk);
 	int rc = 0;
 	if (i < 0) {
+		pthread_mutex_unlock(&staging_lock);
 		/* A host pointer the driver takes for device memory (vmm)
-		 * cannot be handed to it: bounced through the heap. */
-		uint8_t *bounce = src_is_device ? malloc(chunk) : NULL;
-		if (src_is_device && !bounce)
-			rc = -ENOMEM;
+		 * cannot be handed to it, and src is read once: bounced
+		 * through the heap. */
+		size_t room = bytes < chunk ? bytes : chunk;
+		uint8_t *bounce = src_is_device || also ? malloc(room) : NULL;
+		if ((src_is_device || also) && !bounce)
+			return -ENOMEM;
 		for (size_t done = 0; done < bytes && !rc; done += chunk) {
 			size_t n = bytes - done < chunk ? bytes - done : chunk;
 			if (bounce)
 				memcpy(bounce, src + done, n);
+			if (also)
+				memcpy(also + done, bounce, n);
 			rc = copy_htod(dst + done, bounce ? bounce : src + done, n, "upload");
 		}
 		free(bounce);
-		pthread_mutex_unlock(&staging_lock);
 		return rc;
 	}
 	typeof(shim_streams[0]) *e = &shim_streams[i];
@@ -415,6 +438,8 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 		if (rc)
 			break;
 		memcpy(e->stage[b], src + done, n);
+		if (also)
+			memcpy(also + done, e->stage[b], n);
 		rc = CU_CHECK(drv.memcpy_htod_async(dst + done, e->stage[b], n, s), "cuMemcpyHtoDAsync (upload)");
 		if (!rc)
 			rc = CU_CHECK(drv.event_record(e->stage_done[b], s), "cuEventRecord (upload staging)");
@@ -549,23 +574,27 @@ static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, s
 {
 	uintptr_t s = (uintptr_t)src;
 	bool in_span = r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start;
-	return upload_staged(dst, src, bytes, in_span);
+	return upload_staged(dst, src, bytes, in_span, NULL);
 }
 
 /* A paged replica's base pages are written where they live, on the host
  * (a copy on the device would bring replica and base there), after the
- * shim's queued work that reads or writes them (commits, rebases). From
- * `src`, or (NULL) from the replica's pages just uploaded: never read the
- * program's mapping twice, which its threads may be storing into between
- * the two reads (the base would then differ from the replica where the
- * device wrote nothing, and the sync would write the older byte back). */
-static int base_on_host(struct cuda_replica *r, uint64_t first, const void *src, size_t bytes)
+ * shim's queued work that reads or writes them (commits, rebases). With
+ * the replica's own upload when both are new (upload_staged writes the
+ * staged bytes to both): the program's mapping is read once, as threads
+ * may store into it between two reads (the base would then differ from
+ * the replica where the device wrote nothing, and the sync would write
+ * the older byte back). */
+static int base_on_host(struct cuda_replica *r, uint64_t first, const void *src, size_t bytes, bool replica_too)
 {
 	int rc = cuda_shim_settle();
-	if (!rc)
-		memcpy((void *)(uintptr_t)(r->base + first * PG),
-		       src ? src : (const void *)(uintptr_t)addr_of(r, first), bytes);
-	return rc;
+	uint8_t *base = (uint8_t *)(uintptr_t)(r->base + first * PG);
+	if (rc)
+		return rc;
+	if (replica_too)
+		return upload_staged(addr_of(r, first), src, bytes, false, base);
+	memcpy(base, src, bytes);
+	return 0;
 }
 
 static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npages, const void *src)
@@ -574,15 +603,18 @@ static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npage
 	r->writes++;
 	size_t bytes = npages * PG;
 	int rc = 0;
-	if (to & DEVICE_REPLICA) {
+	bool crossed = true;
+	if ((to & DEVICE_REPLICA) && (to & DEVICE_BASE) && r->paged) {
+		rc = base_on_host(r, first, src, bytes, true);
+	} else if (to & DEVICE_REPLICA) {
 		rc = upload_to(r, addr_of(r, first), src, bytes);
 		if (!rc && (to & DEVICE_BASE))
-			rc = r->paged ? base_on_host(r, first, NULL, bytes)
-				      : copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
+			rc = copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
 	} else if (to & DEVICE_BASE) {
-		rc = r->paged ? base_on_host(r, first, src, bytes) : upload_to(r, r->base + first * PG, src, bytes);
+		crossed = !r->paged; /* a paged replica's base is on the host */
+		rc = r->paged ? base_on_host(r, first, src, bytes, false) : upload_to(r, r->base + first * PG, src, bytes);
 	}
-	if (!rc) {
+	if (!rc && crossed) {
 		size_t chunk = cuda_upload_chunk_bytes();
 		stats_add(GAIA_STAT_h2d_bytes, bytes);
 		stats_add(GAIA_STAT_h2d_transfers, (bytes + chunk - 1) / chunk);
@@ -994,7 +1026,8 @@ int cuda_alloc_base(struct cuda_replica *r, bool writable)
 	const struct diff_kernels *dk = diff_kernels_here();
 	int rc = r->paged ? alloc_host_base(r) : CU_CHECK(drv.mem_alloc(&r->base, r->len), "cuMemAlloc (base copies)");
 	size_t pages = (r->len + PG - 1) / PG;
-	if (!rc && dk->fn && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
+	/* A paged replica is compared on the host: no answer buffer. */
+	if (!rc && dk->fn && !r->paged && !CU_CHECK(drv.mem_alloc(&r->changed, pages), "cuMemAlloc (diff answer)"))
 		r->changed_pages = pages;
 	/* Without it a launch that rebases waits for the device first. */
 	size_t staging = pages < REBASE_STAGING_PAGES ? pages : REBASE_STAGING_PAGES;

@@ -268,7 +268,8 @@ static void init_driver_early(void)
 {
 	/* managed memory goes anywhere: the driver may initialise when the
 	 * program first calls it, as it would without the shim. */
-	if (gaia_config()->backing == GAIA_BACKING_MANAGED || !program_uses_cuda())
+	int knob = gaia_config()->backing;
+	if (knob == GAIA_BACKING_MANAGED || knob == GAIA_BACKING_PAGED || !program_uses_cuda())
 		return;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {

@@ -54,6 +54,8 @@ static int backing_for(int device)
 	int knob = gaia_config()->backing;
 	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED)
 		return knob;
+	if (knob == GAIA_BACKING_PAGED)
+		return GAIA_BACKING_MANAGED; /* never probes vmm */
 	if (chosen_backing < 0) {
 		const char *why = gpu_vmm_probe(device);
 		chosen_backing = why ? GAIA_BACKING_MANAGED : GAIA_BACKING_VMM;
@@ -202,6 +204,17 @@ static const char *in_place_refused(const struct gaia_mapping *m, int dev)
 	return gpu_pinned_probe(dev);
 }
 
+/* Whether m is larger than half the device's free memory (cuMemGetInfo
+ * now; unknown: no); if so the reason goes to *why. */
+static bool larger_than_half_free(const struct gaia_mapping *m, char *why, size_t n)
+{
+	size_t free_bytes = gpu_device_free_bytes();
+	if (!free_bytes || m->len <= free_bytes / 2)
+		return false;
+	snprintf(why, n, "%zu MiB, more than half the %zu MiB the device has free", m->len >> 20, free_bytes >> 20);
+	return true;
+}
+
 /* Whether dev's kernels read m in place rather than from a replica
  * (GAIA_BACKING: pinned, every region that may; auto, such a region
  * larger than half the device's free memory, or with no room left for a
@@ -225,36 +238,35 @@ static bool reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, 
 		snprintf(why, n, "no device memory left for a replica");
 		return true;
 	}
-	size_t free_bytes = gpu_device_free_bytes();
-	if (free_bytes && m->len > free_bytes / 2) {
-		snprintf(why, n, "%zu MiB, more than half the %zu MiB the device has free", m->len >> 20,
-			 free_bytes >> 20);
+	if (larger_than_half_free(m, why, n))
 		return true;
-	}
-	snprintf(why, n, "%zu MiB of the %zu MiB the device has free: a replica", m->len >> 20, free_bytes >> 20);
+	snprintf(why, n, "%zu MiB of the %zu MiB the device has free: a replica", m->len >> 20,
+		 gpu_device_free_bytes() >> 20);
 	return false;
 }
 
 /* Whether dev's replica of m pages on demand (mode M: managed memory,
- * base copies on the host; GAIA_BACKING: paged, every replica; auto, one
- * larger than half the device's free memory); the reason goes to *why. */
-static bool pages_on_demand(const struct gaia_mapping *m, char *why, size_t n)
+ * base copies on the host; GAIA_BACKING: paged, every replica; auto,
+ * pinned and managed, one larger than half the device's free memory); the
+ * reason goes to *why. Never where the device cannot have the CPU use
+ * managed memory while kernels run (the shim reads and writes the base
+ * copies on the host then): managed memory cannot exceed such a device. */
+static bool pages_on_demand(const struct gaia_mapping *m, int dev, char *why, size_t n)
 {
 	int knob = gaia_config()->backing;
 	*why = 0;
-	if (knob == GAIA_BACKING_PAGED) {
-		snprintf(why, n, "GAIA_BACKING=paged");
-		return true;
-	}
-	if (knob != GAIA_BACKING_AUTO && knob != GAIA_BACKING_PINNED)
+	if (knob == GAIA_BACKING_VMM)
 		return false;
-	size_t free_bytes = gpu_device_free_bytes();
-	if (free_bytes && m->len > free_bytes / 2) {
-		snprintf(why, n, "%zu MiB, more than half the %zu MiB the device has free", m->len >> 20,
-			 free_bytes >> 20);
-		return true;
+	if (knob != GAIA_BACKING_PAGED && !larger_than_half_free(m, why, n))
+		return false;
+	if (knob == GAIA_BACKING_PAGED)
+		snprintf(why, n, "GAIA_BACKING=paged");
+	const char *no = gpu_paged_refused(dev);
+	if (no) {
+		gaia_info("%s: device %d: not paged on demand (%s): %s", m->path, dev, why, no);
+		return false;
 	}
-	return false;
+	return true;
 }
 
 /* LRC_IN_PLACE when dev's kernels now read m in place; else the error. */
@@ -323,7 +335,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	if (!r)
 		return -ENOMEM;
 	char paged_why[192];
-	int backing = pages_on_demand(m, paged_why, sizeof(paged_why)) ? GAIA_BACKING_PAGED : backing_for(dev);
+	int backing = pages_on_demand(m, dev, paged_why, sizeof(paged_why)) ? GAIA_BACKING_PAGED : backing_for(dev);
 	int rc = -ENOTSUP;
 	if (backing == GAIA_BACKING_VMM && !(tried && !device_idle_locked(dev))) {
 		rc = gpu_vmm_create(m, r, dev);
@@ -341,7 +353,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 		free(r);
 		return LRC_IN_PLACE;
 	}
-	if (rc == -ENOMEM && backing != GAIA_BACKING_PAGED) {
+	if (rc == -ENOMEM && backing != GAIA_BACKING_PAGED && !gpu_paged_refused(dev)) {
 		/* Demoted rather than refused: managed memory may exceed the
 		 * device. */
 		snprintf(paged_why, sizeof(paged_why), "no device memory left for a replica of %zu MiB",
@@ -994,7 +1006,8 @@ static bool host_creating_needs_idle(void *region, int dev)
 	if (m->pinned)
 		return m->pinned_stale; /* renewing the registration waits for the kernels reading it */
 	return !m->replicas[dev] && !m->replica_failed[dev] && !m->pinned && backing_for(dev) == GAIA_BACKING_VMM &&
-	       !gpu_vmm_refused(m) && !reads_in_place(m, dev, false, why, sizeof(why));
+	       !gpu_vmm_refused(m) && !reads_in_place(m, dev, false, why, sizeof(why)) &&
+	       !pages_on_demand(m, dev, why, sizeof(why));
 }
 
 static int host_run_plan(void *region, int dev, enum lrc_run why)

@@ -88,6 +88,9 @@ GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
 /* The current context's device's free memory in bytes (0: unknown). */
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
+/* Whether dev may have replicas paged on demand (mode M: the CPU reads
+ * and writes their base copies while kernels run): NULL, or why not. */
+GAIA_HIDDEN const char *gpu_paged_refused(int dev);
 /* A device replica exists in this process: reads may be served by one. */
 GAIA_HIDDEN void gpu_peer_enable(void);
 /* Frees what peer reads of m fetched ahead (its replicas go). */

@@ -55,6 +55,24 @@ const char *gpu_pinned_probe(int dev)
 	return why;
 }
 
+const char *gpu_paged_refused(int dev)
+{
+	static int paged_probed[TSVT_MAX_DEVICES]; /* 0 not yet, 1 can, -1 cannot */
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return "no such device";
+	if (!paged_probed[dev]) {
+		int concurrent = 0;
+		paged_probed[dev] = drv.device_get_attribute && drv.mem_alloc_managed &&
+						    !attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev, &concurrent) &&
+						    concurrent
+					    ? 1
+					    : -1;
+	}
+	return paged_probed[dev] > 0 ? NULL
+				     : "the device cannot have the CPU use managed memory while kernels run "
+				       "(CONCURRENT_MANAGED_ACCESS is 0), nor managed memory exceed it";
+}
+
 size_t gpu_device_free_bytes(void)
 {
 	size_t free_bytes = 0, total = 0;

@@ -227,6 +227,21 @@ for c in in_place_sparse in_place_then_writable in_place_remapped in_place_trunc
 	done
 done
 
+# Replicas paged on demand (managed memory, base copies on the host): a
+# writable 256 MiB file written at 512 places, under paged everywhere (on
+# the simulator a 64 MiB device, where auto pages it too); and uploads in
+# chunks of GAIA_GPU_READAHEAD_KB (the transfer count is checked only
+# where the simulator counts it).
+for b in paged auto; do
+	[[ $quick == 1 && $b == auto ]] && continue
+	[[ $b == auto && $target == gpu ]] && continue # a GPU holds the file: a replica
+	run "protocol paged_sparse" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" SIMGPU_MEM_MB=64 -- "$protocol" paged_sparse
+done
+for kb in 64 4096; do
+	[[ $quick == 1 && $kb == 4096 ]] && continue
+	run "protocol upload_chunks $kb KiB" "shim auto" exit "${shim_env[@]}" "GAIA_GPU_READAHEAD_KB=$kb" -- "$protocol" upload_chunks
+done
+
 # ---- the workloads: inputs as bench_mosaic.sh and the gunrock tests make them
 images=32768 rows=4 cols=8 scale=14
 [[ $quick == 1 ]] && images=2048 rows=1 cols=4 scale=10

@@ -147,26 +147,28 @@ static void launch_write(unsigned char *dst, size_t from, size_t to, unsigned st
 	CUDA_OK(cudaGetLastError());
 }
 
-static uint64_t htod_bytes(void)
+/* Device 0's copies to it so far: bytes, or transfers (the simulated
+ * device counts them; 0 on a GPU). */
+static uint64_t htod_count(bool transfers)
 {
 #ifndef __CUDACC__
 	struct simgpu_stats st;
 	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
-	return st.htod_bytes;
+	return transfers ? st.htod_transfers : st.htod_bytes;
 #else
+	(void)transfers;
 	return 0;
 #endif
 }
 
+static uint64_t htod_bytes(void)
+{
+	return htod_count(false);
+}
+
 static uint64_t htod_transfers(void)
 {
-#ifndef __CUDACC__
-	struct simgpu_stats st;
-	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
-	return st.htod_transfers;
-#else
-	return 0;
-#endif
+	return htod_count(true);
 }
 
 /* Bytes moved are counted by the simulated device; a real one does not
