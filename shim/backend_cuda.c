@@ -359,8 +359,8 @@ static int staging_side(size_t chunk)
 	typeof(shim_streams[0]) *e = &shim_streams[found];
 	CUcontext owner = NULL;
 	if (e->stage_bytes && drv.pointer_attribute &&
-	    (drv.pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)e->stage[0]) !=
-		     CUDA_SUCCESS ||
+	    (CU_CHECK(drv.pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)e->stage[0]),
+		      "cuPointerGetAttribute (the context of the uploads' pinned staging)") ||
 	     owner != e->ctx)) {
 		/* A context destroyed (cudaDeviceReset) and another made
 		 * with the same handle: the staging went with the first. */

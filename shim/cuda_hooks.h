@@ -128,9 +128,11 @@ enum hook_lib { DRV, RT };
 	X(cuPointerGetAttribute,            4000,  0, cuPointerGetAttribute,                 DRV, PFN_cuPointerGetAttribute_v4000)          \
 	X(cuPointerGetAttributes,           7000,  0, cuPointerGetAttributes,                DRV, PFN_cuPointerGetAttributes_v7000)
 
-/* Memsets, managed-memory hints and peer copies (cuda_mem_hooks.c): driver rows whose
+/* Allocations, memsets, managed-memory hints and peer copies (cuda_mem_hooks.c): driver rows whose
  * wrappers live in their own file. */
 #define CUDA_MEM_HOOK_TABLE(X)                                                                                                              \
+	/* a program's allocation that finds no room: replicas make room */                                                                \
+	X(cuMemAlloc,                        3020,  0, cuMemAlloc_v2,                        DRV, PFN_cuMemAlloc_v3020)                      \
 	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
 	X(cuMemsetD8,                        7000,  1, cuMemsetD8_v2_ptds,                   DRV, PFN_cuMemsetD8_v7000_ptds)                 \
 	X(cuMemsetD8Async,                   3020,  0, cuMemsetD8Async,                      DRV, PFN_cuMemsetD8Async_v3020)                 \

@@ -1,6 +1,6 @@
-/* Driver calls that write or advise on memory without copying it:
- * cuMemsetD8/D16/D32 (1-D and 2-D, sync and async, and their per-thread
- * forms), cuMemPrefetchAsync and cuMemAdvise.
+/* Driver calls that allocate, or write or advise on memory without
+ * copying it: cuMemAlloc, cuMemsetD8/D16/D32 (1-D and 2-D, sync and async,
+ * and their per-thread forms), cuMemPrefetchAsync and cuMemAdvise.
  *
  * A mapping is host memory to the program (DESIGN §3.2). Without the shim
  * the driver would refuse a memset of pageable memory, or (under vmm, where
@@ -16,6 +16,8 @@
  */
 #define _GNU_SOURCE
 #include "cuda_hooks.h" /* first: it makes cuda.h declare every ABI name */
+#include "backend_cuda.h"
+#include "gpu_mapping.h"
 
 #define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_DEFINE(abi)
 CUDA_MEM_HOOK_TABLE(HOOK_ALIAS)
@@ -75,6 +77,29 @@ CUDA_MEM_HOOK_TABLE(HOOK_CHECK)
 MEMSET_WIDTH(8, unsigned char, 1)
 MEMSET_WIDTH(16, unsigned short, 2)
 MEMSET_WIDTH(32, unsigned int, 4)
+
+/* --- allocations ---
+ *
+ * The program's cuMemAlloc (cudaMalloc reaches it) that fails for want of
+ * device memory: the replicas on the current device are given up, the
+ * largest first, until as much is free (their regions page on demand from
+ * their next launch: gpu_mappings_make_room), and the allocation is tried
+ * again. Without the shim the memory would have been free. */
+GAIA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	__typeof__(&cuMemAlloc_v2) real = REAL_OF(cuMemAlloc_v2);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(p, n);
+	if (rc != CUDA_ERROR_OUT_OF_MEMORY || gpu_hook_depth)
+		return rc;
+	int dev = cuda_current_device();
+	/* The driver's own mmap calls, tearing replicas down, pass through. */
+	gaia_in_shim++;
+	size_t freed = dev >= 0 ? gpu_mappings_make_room(dev, n) : 0;
+	gaia_in_shim--;
+	return freed ? real(p, n) : rc;
+}
 
 /* --- prefetch and advice --- */
 

@@ -255,11 +255,11 @@ static bool pages_on_demand(const struct gaia_mapping *m, int dev, char *why, si
 {
 	int knob = gaia_config()->backing;
 	*why = 0;
-	if (knob == GAIA_BACKING_VMM)
+	if (m->demoted[dev])
+		snprintf(why, n, "its replica was given up for the program's own device memory");
+	else if (knob == GAIA_BACKING_VMM || (knob != GAIA_BACKING_PAGED && !larger_than_half_free(m, why, n)))
 		return false;
-	if (knob != GAIA_BACKING_PAGED && !larger_than_half_free(m, why, n))
-		return false;
-	if (knob == GAIA_BACKING_PAGED)
+	else if (knob == GAIA_BACKING_PAGED)
 		snprintf(why, n, "GAIA_BACKING=paged");
 	const char *no = gpu_paged_refused(dev);
 	if (no) {
@@ -680,6 +680,38 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		m->exec.cpu = (const uint8_t *)m->start;
 		m->exec.cpu_store = (uint8_t *)m->start;
 	}
+}
+
+size_t gpu_mappings_make_room(int dev, size_t want)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return 0;
+	/* Every mapping may have a replica there: the kernels that may use
+	 * them are waited for first, without the lock. */
+	unsigned held = gpu_mappings_quiesce(NULL, UINTPTR_MAX, false);
+	mapping_lock_take();
+	size_t freed = 0;
+	while (freed < want) {
+		struct gaia_mapping *victim = NULL;
+		for (struct gaia_mapping *m = mappings; m; m = m->next)
+			if (m->replicas[dev] && !((struct cuda_replica *)m->replicas[dev])->paged &&
+			    (!victim || m->len > victim->len))
+				victim = m;
+		if (!victim)
+			break;
+		size_t bytes = victim->len * (victim->exec.writable ? 2 : 1); /* replica, base copies */
+		gaia_info("%s: replica on device %d (%zu KiB) given up for a program allocation of %zu KiB that "
+			  "found no room; the region pages on demand from its next launch",
+			  victim->path, dev, bytes / 1024, want / 1024);
+		victim->demoted[dev] = true;
+		gpu_mapping_forget_locked(victim);
+		stats_add(GAIA_STAT_demoted_replicas, 1);
+		freed += bytes;
+	}
+	mapping_lock_give();
+	if (held)
+		gpu_mappings_quiesce_end(held);
+	return freed;
 }
 
 void gpu_mapping_after_fork_locked(struct gaia_mapping *m)

@@ -88,6 +88,12 @@ GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
 /* The current context's device's free memory in bytes (0: unknown). */
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
+/* A program's allocation of `want` bytes on dev found no room: replicas
+ * there (not paged ones) are given up, the largest first, until about
+ * that much is free; their regions page on demand from their next launch.
+ * What kernels wrote to them is released first (after waiting for the
+ * kernels that may use them, without the lock). The bytes given up. */
+GAIA_HIDDEN size_t gpu_mappings_make_room(int dev, size_t want);
 /* Whether dev may have replicas paged on demand (mode M: the CPU reads
  * and writes their base copies while kernels run): NULL, or why not. */
 GAIA_HIDDEN const char *gpu_paged_refused(int dev);

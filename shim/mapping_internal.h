@@ -47,6 +47,7 @@ struct gaia_mapping {
 	bool pinned_stale; /* the program shrank the file since: pages went */
 	bool pinned_counted; /* in GAIA_STATS pinned_regions already */
 	bool pinned_refused[TSVT_MAX_DEVICES]; /* replica_failed[d] because d could not read it in place */
+	bool demoted[TSVT_MAX_DEVICES]; /* d's replica given up for the program's memory: paged from now */
 	void *pinned_ctx;
 	uint64_t pinned_dptr[TSVT_MAX_DEVICES];
 	void *pinned_dev_ctx[TSVT_MAX_DEVICES];

@@ -237,6 +237,9 @@ for b in paged auto; do
 	[[ $b == auto && $target == gpu ]] && continue # a GPU holds the file: a replica
 	run "protocol paged_sparse" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" SIMGPU_MEM_MB=64 -- "$protocol" paged_sparse
 done
+# A cudaMalloc of the device's free memory and 8 MiB more, a replica to
+# give up for it.
+run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc
 for kb in 64 4096; do
 	[[ $quick == 1 && $kb == 4096 ]] && continue
 	run "protocol upload_chunks $kb KiB" "shim auto" exit "${shim_env[@]}" "GAIA_GPU_READAHEAD_KB=$kb" -- "$protocol" upload_chunks

@@ -1429,6 +1429,51 @@ static void case_paged_sparse(void)
 	last_map = NULL;
 }
 
+/* A program's cudaMalloc that finds the device full of a replica (a
+ * 16 MiB writable file on a 64 MiB device, kernels' and the CPU's writes
+ * on the same pages not yet synced): the replica is given up, what the
+ * kernel wrote reaches the mapping, the allocation succeeds, and the next
+ * launch pages the region on demand, the same bytes merged again. */
+static void case_demote_under_malloc(void)
+{
+	const size_t bytes = 16u << 20, pages = bytes / PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* byte 0 of every page */
+	for (size_t p = 0; p < pages; p += 3)
+		m[p * PAGE + 1] = 0x22; /* the CPU, on the kernel's pages */
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	size_t want = free_bytes + (8u << 20);
+	void *big = NULL;
+	cudaError_t e = cudaMalloc(&big, want);
+	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a 16 MiB replica to give up: %s",
+	      want >> 20, free_bytes >> 20, cudaGetErrorName(e));
+	CUDA_OK(cudaMemset(big, 0x5c, want));
+	CUDA_OK(cudaDeviceSynchronize());
+	for (size_t p = 0; p < pages; p++) {
+		CHECK(m[p * PAGE] == 0x11, "page %zu byte 0 is %#x, the kernel wrote 0x11", p, m[p * PAGE]);
+		CHECK(m[p * PAGE + 1] == (p % 3 ? 0 : 0x22), "page %zu byte 1 is %#x", p, m[p * PAGE + 1]);
+	}
+	launch_write(m, 0, bytes, PAGE, 2, 0x33); /* byte 2 of every page */
+	for (size_t p = 1; p < pages; p += 3)
+		m[p * PAGE + 3] = 0x44;
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CHECK(got && pread(fd, got, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t p = 0; p < pages; p++) {
+		const unsigned char *pg = got + p * PAGE;
+		CHECK(pg[0] == 0x11 && pg[2] == 0x33, "page %zu in the file: kernel bytes %#x %#x", p, pg[0], pg[2]);
+		CHECK(pg[1] == (p % 3 ? 0 : 0x22) && pg[3] == (p % 3 == 1 ? 0x44 : 0), "page %zu in the file: CPU "
+		      "bytes %#x %#x", p, pg[1], pg[3]);
+		CHECK(pg[4] == 0 && pg[PAGE - 1] == 0, "page %zu in the file: untouched bytes %#x %#x", p, pg[4],
+		      pg[PAGE - 1]);
+	}
+	free(got);
+	CUDA_OK(cudaFree(big));
+	last_map = NULL; /* paged now, whatever the backing asked for */
+}
+
 /* A region read in place made writable: the registration goes, and
  * kernels' writes from then on reach the file with the CPU's, through a
  * replica. 40 MiB: more than half the free memory of the 64 MiB device
@@ -1630,6 +1675,8 @@ int main(int argc, char **argv)
 		case_peer_readahead();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
+	else if (!strcmp(c, "demote_under_malloc"))
+		case_demote_under_malloc();
 	else if (!strcmp(c, "upload_chunks"))
 		case_upload_chunks();
 	else if (!strcmp(c, "paged_sparse"))
