@@ -137,8 +137,8 @@ int main(void)
 
 	/* names the shim does not wrap come from the driver */
 	pfn = NULL;
-	rc = cuGetProcAddress("cuMemAlloc", &pfn, 3020, 0, NULL);
-	EXPECT(rc == CUDA_SUCCESS && strcmp(owner(pfn), "driver") == 0, "cuMemAlloc@3020: rc %d, from %s", (int)rc,
+	rc = cuGetProcAddress("cuMemFree", &pfn, 3020, 0, NULL);
+	EXPECT(rc == CUDA_SUCCESS && strcmp(owner(pfn), "driver") == 0, "cuMemFree@3020: rc %d, from %s", (int)rc,
 	       owner(pfn));
 
 	/* a substituted wrapper works */
@@ -158,8 +158,8 @@ int main(void)
 		pfn = dlsym(libcuda, "cuLaunchKernel_ptsz");
 		EXPECT(pfn == shim_wrapper("cuLaunchKernel_ptsz"), "dlsym(libcuda, cuLaunchKernel_ptsz) is %s's",
 		       owner(pfn));
-		pfn = dlsym(libcuda, "cuMemAlloc_v2");
-		EXPECT(strcmp(owner(pfn), "driver") == 0, "dlsym(libcuda, cuMemAlloc_v2) is %s's", owner(pfn));
+		pfn = dlsym(libcuda, "cuMemFree_v2");
+		EXPECT(strcmp(owner(pfn), "driver") == 0, "dlsym(libcuda, cuMemFree_v2) is %s's", owner(pfn));
 		EXPECT(!dlsym(libcuda, "cuNoSuchEntryPoint"), "dlsym(libcuda, a missing name) is not NULL");
 	}
 
@@ -167,8 +167,8 @@ int main(void)
 	 * the shim (preloaded), whose own definitions must be found. */
 	pfn = dlsym(RTLD_NEXT, "cuInit");
 	EXPECT(strcmp(owner(pfn), "shim") == 0, "dlsym(RTLD_NEXT, cuInit) from the program is %s's", owner(pfn));
-	pfn = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
-	EXPECT(strcmp(owner(pfn), "driver") == 0, "dlsym(RTLD_DEFAULT, cuMemAlloc_v2) is %s's", owner(pfn));
+	pfn = dlsym(RTLD_DEFAULT, "cuMemFree_v2");
+	EXPECT(strcmp(owner(pfn), "driver") == 0, "dlsym(RTLD_DEFAULT, cuMemFree_v2) is %s's", owner(pfn));
 
 	/* the simulator has no graphs: the shim's cuGraphLaunch has no real
 	 * function behind it and says so */
