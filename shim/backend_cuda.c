@@ -169,6 +169,9 @@ static struct {
 	CUevent stage_done[2];
 	size_t stage_bytes;
 	bool stage_tried;
+	/* cuCtxGetId of the context that made them (0: not known): another
+	 * context with the same handle (a reset) has none of them */
+	unsigned long long stage_ctx_id;
 } shim_streams[SHIM_STREAMS];
 static unsigned nshim_streams;
 static pthread_mutex_t shim_streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -357,13 +360,13 @@ static int staging_side(size_t chunk)
 	if (found < 0)
 		return -1;
 	typeof(shim_streams[0]) *e = &shim_streams[found];
-	CUcontext owner = NULL;
-	if (e->stage_bytes && drv.pointer_attribute &&
-	    (CU_CHECK(drv.pointer_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)e->stage[0]),
-		      "cuPointerGetAttribute (the context of the uploads' pinned staging)") ||
-	     owner != e->ctx)) {
-		/* A context destroyed (cudaDeviceReset) and another made
-		 * with the same handle: the staging went with the first. */
+	unsigned long long id = 0;
+	if (e->stage_tried && e->stage_ctx_id && drv.ctx_get_id &&
+	    !CU_CHECK(drv.ctx_get_id(e->ctx, &id), "cuCtxGetId (the uploads' pinned staging)") &&
+	    id != e->stage_ctx_id) {
+		/* The context was destroyed (a reset) and another one has
+		 * its handle: the staging went with the first (not freed
+		 * again: its addresses may be another allocation's now). */
 		gaia_info("the uploads' pinned staging went with its context: made again");
 		memset(e->stage, 0, sizeof(e->stage));
 		memset(e->stage_done, 0, sizeof(e->stage_done));
@@ -371,6 +374,9 @@ static int staging_side(size_t chunk)
 		e->stage_tried = false;
 	}
 	if (!e->stage_tried) {
+		e->stage_ctx_id = 0;
+		if (drv.ctx_get_id && !CU_CHECK(drv.ctx_get_id(e->ctx, &id), "cuCtxGetId (the uploads' pinned staging)"))
+			e->stage_ctx_id = id;
 		e->stage_tried = true;
 		bool ok = true;
 		for (int b = 0; b < 2 && ok; b++)

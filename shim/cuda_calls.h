@@ -33,6 +33,7 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(ctx_get_current, "cuCtxGetCurrent", PFN_cuCtxGetCurrent_v4000, CORE)                                  \
 	X(ctx_set_current, "cuCtxSetCurrent", PFN_cuCtxSetCurrent_v4000, CORE)                                  \
 	X(ctx_get_device, "cuCtxGetDevice", PFN_cuCtxGetDevice_v2000, CORE)                                     \
+	X(ctx_get_id, "cuCtxGetId", PFN_cuCtxGetId_v12000, OPT)                                                 \
 	X(ctx_synchronize, "cuCtxSynchronize", PFN_cuCtxSynchronize_v2000, CORE)                                \
 	X(ctx_push, "cuCtxPushCurrent_v2", PFN_cuCtxPushCurrent_v4000, OPT)                                     \
 	X(ctx_pop, "cuCtxPopCurrent_v2", PFN_cuCtxPopCurrent_v4000, OPT)                                        \
