@@ -347,9 +347,12 @@ size_t cuda_upload_chunk_bytes(void)
 	return (size_t)gaia_config()->gpu_readahead_kb * 1024;
 }
 
-/* The current context's entry with its staging made (staging_lock
- * held), or -1. */
-static int staging_side(size_t chunk)
+/* The current context's entry in shim_streams, or -1; with staging_lock
+ * held. A staging made for a context whose handle now names another
+ * one (destroyed, then another made: cuCtxGetId tells) is forgotten:
+ * it went with the first (not freed again: its addresses may be another
+ * allocation's now). */
+static int staging_entry(void)
 {
 	if (!cuda_shim_stream() || !drv.mem_alloc_host || !drv.mem_free_host || !drv.event_create ||
 	    !drv.event_record || !drv.event_synchronize || !drv.event_destroy)
@@ -364,42 +367,70 @@ static int staging_side(size_t chunk)
 	if (e->stage_tried && e->stage_ctx_id && drv.ctx_get_id &&
 	    !CU_CHECK(drv.ctx_get_id(e->ctx, &id), "cuCtxGetId (the uploads' pinned staging)") &&
 	    id != e->stage_ctx_id) {
-		/* The context was destroyed (a reset) and another one has
-		 * its handle: the staging went with the first (not freed
-		 * again: its addresses may be another allocation's now). */
 		gaia_info("the uploads' pinned staging went with its context: made again");
 		memset(e->stage, 0, sizeof(e->stage));
 		memset(e->stage_done, 0, sizeof(e->stage_done));
 		e->stage_bytes = 0;
 		e->stage_tried = false;
 	}
-	if (!e->stage_tried) {
-		e->stage_ctx_id = 0;
-		if (drv.ctx_get_id && !CU_CHECK(drv.ctx_get_id(e->ctx, &id), "cuCtxGetId (the uploads' pinned staging)"))
-			e->stage_ctx_id = id;
-		e->stage_tried = true;
-		bool ok = true;
-		for (int b = 0; b < 2 && ok; b++)
-			ok = !CU_CHECK(drv.mem_alloc_host((void **)&e->stage[b], chunk),
-				       "cuMemAllocHost (upload staging)") &&
-			     !CU_CHECK(drv.event_create(&e->stage_done[b], CU_EVENT_DISABLE_TIMING),
-				       "cuEventCreate (upload staging)");
-		if (ok) {
+	return found;
+}
+
+/* The current context's entry with its staging (staging_lock held), or
+ * -1: none made (yet). */
+static int staging_side(void)
+{
+	int i = staging_entry();
+	return i >= 0 && shim_streams[i].stage_bytes ? i : -1;
+}
+
+/* Makes the staging of the current context once. Outside staging_lock
+ * and before the shim's other locks (gpu.c calls it first): allocating
+ * pinned memory takes the driver's locks, under which its own mmap calls
+ * reach the shim's hooks, which take the mapping lock. */
+void cuda_upload_staging_prepare(void)
+{
+	pthread_mutex_lock(&staging_lock);
+	int i = staging_entry();
+	bool needed = i >= 0 && !shim_streams[i].stage_tried;
+	CUcontext ctx = i >= 0 ? shim_streams[i].ctx : NULL;
+	pthread_mutex_unlock(&staging_lock);
+	if (!needed)
+		return;
+	size_t chunk = cuda_upload_chunk_bytes();
+	uint8_t *stage[2] = {NULL, NULL};
+	CUevent done[2] = {NULL, NULL};
+	unsigned long long id = 0;
+	if (drv.ctx_get_id && CU_CHECK(drv.ctx_get_id(ctx, &id), "cuCtxGetId (the uploads' pinned staging)"))
+		id = 0;
+	bool ok = true;
+	for (int b = 0; b < 2 && ok; b++)
+		ok = !CU_CHECK(drv.mem_alloc_host((void **)&stage[b], chunk), "cuMemAllocHost (upload staging)") &&
+		     !CU_CHECK(drv.event_create(&done[b], CU_EVENT_DISABLE_TIMING), "cuEventCreate (upload staging)");
+	pthread_mutex_lock(&staging_lock);
+	i = staging_entry();
+	bool installed = ok && i >= 0 && !shim_streams[i].stage_tried && shim_streams[i].ctx == ctx;
+	if (i >= 0 && shim_streams[i].ctx == ctx && !shim_streams[i].stage_tried) {
+		typeof(shim_streams[0]) *e = &shim_streams[i];
+		e->stage_tried = true; /* made, or given up on */
+		if (installed) {
+			memcpy(e->stage, stage, sizeof(stage));
+			memcpy(e->stage_done, done, sizeof(done));
 			e->stage_bytes = chunk;
-		} else {
-			gaia_info("uploads go straight from the pages, in chunks of %zu KiB: no pinned staging",
-				  chunk / 1024);
-			for (int b = 0; b < 2; b++) {
-				if (e->stage[b])
-					(void)CU_FREE(drv.mem_free_host(e->stage[b]), "cuMemFreeHost (upload staging)");
-				if (e->stage_done[b])
-					(void)CU_CHECK(drv.event_destroy(e->stage_done[b]), "cuEventDestroy (upload staging)");
-				e->stage[b] = NULL;
-				e->stage_done[b] = NULL;
-			}
+			e->stage_ctx_id = id;
 		}
 	}
-	return e->stage_bytes ? found : -1;
+	pthread_mutex_unlock(&staging_lock);
+	if (installed)
+		return;
+	if (!ok)
+		gaia_info("uploads go straight from the pages, in chunks of %zu KiB: no pinned staging", chunk / 1024);
+	for (int b = 0; b < 2; b++) {
+		if (stage[b])
+			(void)CU_FREE(drv.mem_free_host(stage[b]), "cuMemFreeHost (upload staging)");
+		if (done[b])
+			(void)CU_CHECK(drv.event_destroy(done[b]), "cuEventDestroy (upload staging)");
+	}
 }
 
 /* bytes from src to dst in chunks of the GPU window, through the staging
@@ -409,7 +440,7 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 {
 	size_t chunk = cuda_upload_chunk_bytes();
 	pthread_mutex_lock(&staging_lock);
-	int i = staging_side(chunk);
+	int i = staging_side();
 	int rc = 0;
 	if (i < 0) {
 		pthread_mutex_unlock(&staging_lock);
@@ -452,9 +483,22 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 		pending[b] = !rc;
 	}
 	int w = CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+	/* Not known to be done: a copy may still read a buffer. Each is
+	 * waited for by its event; one that cannot be is never filled
+	 * again (the staging is given up, not freed). */
+	for (unsigned k = 0; w && k < 2; k++) {
+		if (pending[k] &&
+		    CU_CHECK(drv.event_synchronize(e->stage_done[k]), "cuEventSynchronize (upload staging)")) {
+			gaia_warn("uploads go straight from the pages from now on: a copy from the pinned "
+				  "staging could not be waited for");
+			e->stage_bytes = 0;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&staging_lock);
 	return rc ? rc : w;
 }
+
 
 struct ctx_switch cuda_enter_ctx(const struct cuda_replica *r)
 {

@@ -57,6 +57,9 @@ GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
 
 /* The size of an upload's chunks (GAIA_GPU_READAHEAD_KB), in bytes. */
 GAIA_HIDDEN size_t cuda_upload_chunk_bytes(void);
+/* Makes the current context's pinned staging for uploads, once; called
+ * before the shim takes its locks (uploads made before go unstaged). */
+GAIA_HIDDEN void cuda_upload_staging_prepare(void);
 
 /* Whether a driver with the core entry points is loaded. */
 GAIA_HIDDEN bool cuda_backend_ready(void);

@@ -278,9 +278,10 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	if (!mapping_any())
 		return;
 	gpu_mappings_drain_wait();
+	gaia_in_shim++;
+	cuda_upload_staging_prepare(); /* before any lock of the shim's */
 	pthread_mutex_lock(&launch_window);
 	L->in_window = true;
-	gaia_in_shim++;
 	L->device = cuda_current_device();
 	if (L->device < 0 && L->kind == GPU_FUNC_RUNTIME) {
 		/* The runtime creates its context lazily, inside this very
@@ -513,6 +514,7 @@ int gpu_device_acquire(int dev, const void *addr, size_t len)
 		return -ENODEV;
 	gaia_in_shim++;
 	gpu_mappings_drain_wait();
+	cuda_upload_staging_prepare();
 	pthread_mutex_lock(&launch_window);
 	int rc = gpu_mappings_acquire_range(dev, addr, len);
 	pthread_mutex_unlock(&launch_window);
