@@ -464,7 +464,7 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 	}
 	typeof(shim_streams[0]) *e = &shim_streams[i];
 	CUstream s = e->stream;
-	bool pending[2] = {false, false};
+	bool pending[2] = {false, false}, last_queued = false;
 	unsigned b = 0;
 	for (size_t done = 0; done < bytes && !rc; done += chunk, b ^= 1) {
 		size_t n = bytes - done < chunk ? bytes - done : chunk;
@@ -478,22 +478,26 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 		if (also)
 			memcpy(also + done, e->stage[b], n);
 		rc = CU_CHECK(drv.memcpy_htod_async(dst + done, e->stage[b], n, s), "cuMemcpyHtoDAsync (upload)");
-		if (!rc)
+		/* The last chunk's buffer is covered by the wait below. */
+		bool last = done + n >= bytes;
+		if (!rc && !last)
 			rc = CU_CHECK(drv.event_record(e->stage_done[b], s), "cuEventRecord (upload staging)");
-		pending[b] = !rc;
+		pending[b] = !rc && !last;
+		last_queued = !rc && last;
 	}
 	int w = CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
 	/* Not known to be done: a copy may still read a buffer. Each is
-	 * waited for by its event; one that cannot be is never filled
-	 * again (the staging is given up, not freed). */
-	for (unsigned k = 0; w && k < 2; k++) {
-		if (pending[k] &&
-		    CU_CHECK(drv.event_synchronize(e->stage_done[k]), "cuEventSynchronize (upload staging)")) {
-			gaia_warn("uploads go straight from the pages from now on: a copy from the pinned "
-				  "staging could not be waited for");
-			e->stage_bytes = 0;
-			break;
-		}
+	 * waited for by its event; where one cannot be (or the last chunk,
+	 * which has none), the staging is never filled again (given up, not
+	 * freed). */
+	bool unsafe = w && last_queued;
+	for (unsigned k = 0; w && !unsafe && k < 2; k++)
+		unsafe = pending[k] &&
+			 CU_CHECK(drv.event_synchronize(e->stage_done[k]), "cuEventSynchronize (upload staging)");
+	if (unsafe) {
+		gaia_warn("uploads go straight from the pages from now on: a copy from the pinned staging could "
+			  "not be waited for");
+		e->stage_bytes = 0;
 	}
 	pthread_mutex_unlock(&staging_lock);
 	return rc ? rc : w;
