@@ -348,11 +348,12 @@ size_t cuda_upload_chunk_bytes(void)
 }
 
 /* The current context's entry in shim_streams, or -1; with staging_lock
- * held. A staging made for a context whose handle now names another
- * one (destroyed, then another made: cuCtxGetId tells) is forgotten:
- * it went with the first (not freed again: its addresses may be another
+ * held. `check` (once a launch, in cuda_upload_staging_prepare): a
+ * staging made for a context whose handle now names another one
+ * (destroyed, then another made: cuCtxGetId tells) is forgotten: it went
+ * with the first (not freed again: its addresses may be another
  * allocation's now). */
-static int staging_entry(void)
+static int staging_entry(bool check)
 {
 	if (!cuda_shim_stream() || !drv.mem_alloc_host || !drv.mem_free_host || !drv.event_create ||
 	    !drv.event_record || !drv.event_synchronize || !drv.event_destroy)
@@ -364,7 +365,7 @@ static int staging_entry(void)
 		return -1;
 	typeof(shim_streams[0]) *e = &shim_streams[found];
 	unsigned long long id = 0;
-	if (e->stage_tried && e->stage_ctx_id && drv.ctx_get_id &&
+	if (check && e->stage_tried && e->stage_ctx_id && drv.ctx_get_id &&
 	    !CU_CHECK(drv.ctx_get_id(e->ctx, &id), "cuCtxGetId (the uploads' pinned staging)") &&
 	    id != e->stage_ctx_id) {
 		gaia_info("the uploads' pinned staging went with its context: made again");
@@ -380,7 +381,7 @@ static int staging_entry(void)
  * -1: none made (yet). */
 static int staging_side(void)
 {
-	int i = staging_entry();
+	int i = staging_entry(false);
 	return i >= 0 && shim_streams[i].stage_bytes ? i : -1;
 }
 
@@ -391,7 +392,7 @@ static int staging_side(void)
 void cuda_upload_staging_prepare(void)
 {
 	pthread_mutex_lock(&staging_lock);
-	int i = staging_entry();
+	int i = staging_entry(true);
 	bool needed = i >= 0 && !shim_streams[i].stage_tried;
 	CUcontext ctx = i >= 0 ? shim_streams[i].ctx : NULL;
 	pthread_mutex_unlock(&staging_lock);
@@ -408,7 +409,7 @@ void cuda_upload_staging_prepare(void)
 		ok = !CU_CHECK(drv.mem_alloc_host((void **)&stage[b], chunk), "cuMemAllocHost (upload staging)") &&
 		     !CU_CHECK(drv.event_create(&done[b], CU_EVENT_DISABLE_TIMING), "cuEventCreate (upload staging)");
 	pthread_mutex_lock(&staging_lock);
-	i = staging_entry();
+	i = staging_entry(false);
 	bool installed = ok && i >= 0 && !shim_streams[i].stage_tried && shim_streams[i].ctx == ctx;
 	if (i >= 0 && shim_streams[i].ctx == ctx && !shim_streams[i].stage_tried) {
 		typeof(shim_streams[0]) *e = &shim_streams[i];

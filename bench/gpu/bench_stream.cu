@@ -200,6 +200,24 @@ static struct row run_row(const char *self, const char *lib, const char *file, u
 	return r;
 }
 
+/* One row of the table and the CSV; whether its sum is the first of
+ * its size's (*sum_of, set by the first good row). */
+static int print_row(FILE *c, const char *size, const char *mode, const struct row *r, int gpu_kb, uint64_t bytes,
+		     unsigned long long *sum_of)
+{
+	if (r->ok && !*sum_of)
+		*sum_of = r->sum;
+	int same = r->ok && r->sum == *sum_of;
+	double gbs = r->ms > 0 ? (double)bytes / (r->ms * 1e-3) / 1e9 : 0;
+	char kb[16] = "default";
+	if (gpu_kb)
+		snprintf(kb, sizeof(kb), "%d", gpu_kb);
+	printf("%-6s %-8s %4s %12s %10.2f %8.2f %10.1f %6s\n", size, mode, r->how, kb, r->ms, gbs, r->bus / 1048576.0,
+	       same ? "ok" : "WRONG");
+	fprintf(c, "%s,%s,%s,%s,%.3f,%.3f,%llu,%d\n", size, mode, r->how, kb, r->ms, gbs, r->bus, same);
+	return same;
+}
+
 static void write_file(const char *path, uint64_t bytes)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -268,15 +286,7 @@ int main(int argc, char **argv)
 			if (s == 1 && m == 0)
 				continue; /* does not fit */
 			struct row r = run_row(self, lib, file, bytes, device_mb, modes[m], "auto", 0);
-			if (r.ok && !sum_of[s])
-				sum_of[s] = r.sum;
-			int same = r.ok && r.sum == sum_of[s];
-			all_ok &= same;
-			double gbs = r.ms > 0 ? (double)bytes / (r.ms * 1e-3) / 1e9 : 0;
-			printf("%-6s %-8s %4s %12s %10.2f %8.2f %10.1f %6s\n", sizes[s].name, modes[m], r.how, "default",
-			       r.ms, gbs, r.bus / 1048576.0, same ? "ok" : "WRONG");
-			fprintf(c, "%s,%s,%s,default,%.3f,%.3f,%llu,%d\n", sizes[s].name, modes[m], r.how, r.ms, gbs,
-				r.bus, same);
+			all_ok &= print_row(c, sizes[s].name, modes[m], &r, 0, bytes, &sum_of[s]);
 			double *slot = s == 0 ? (m == 0 ? &fit_copy : m == 2 ? &fit_gaia : NULL)
 					      : (m == 1 ? &big_managed : m == 2 ? &big_gaia : NULL);
 			if (slot)
@@ -286,25 +296,13 @@ int main(int argc, char **argv)
 			/* The same file paged on demand instead (mode M, as a
 			 * writable region would be). */
 			struct row r = run_row(self, lib, file, bytes, device_mb, "gaia-M", "paged", 0);
-			int same = r.ok && r.sum == sum_of[s];
-			all_ok &= same;
-			double gbs = r.ms > 0 ? (double)bytes / (r.ms * 1e-3) / 1e9 : 0;
-			printf("%-6s %-8s %4s %12s %10.2f %8.2f %10.1f %6s\n", sizes[s].name, "gaia-M", r.how, "default",
-			       r.ms, gbs, r.bus / 1048576.0, same ? "ok" : "WRONG");
-			fprintf(c, "%s,gaia-M,%s,default,%.3f,%.3f,%llu,%d\n", sizes[s].name, r.how, r.ms, gbs, r.bus,
-				same);
+			all_ok &= print_row(c, sizes[s].name, "gaia-M", &r, 0, bytes, &sum_of[s]);
 		}
 		if (s == 0) {
 			static const int sweep[] = {64, 256, 1024, 2048, 8192, 32768};
 			for (unsigned i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++) {
 				struct row r = run_row(self, lib, file, bytes, device_mb, "gaia-R", "vmm", sweep[i]);
-				int same = r.ok && r.sum == sum_of[s];
-				all_ok &= same;
-				double gbs = r.ms > 0 ? (double)bytes / (r.ms * 1e-3) / 1e9 : 0;
-				printf("%-6s %-8s %4s %12d %10.2f %8.2f %10.1f %6s\n", sizes[s].name, "gaia-R", r.how,
-				       sweep[i], r.ms, gbs, r.bus / 1048576.0, same ? "ok" : "WRONG");
-				fprintf(c, "%s,gaia-R,%s,%d,%.3f,%.3f,%llu,%d\n", sizes[s].name, r.how, sweep[i], r.ms, gbs,
-					r.bus, same);
+				all_ok &= print_row(c, sizes[s].name, "gaia-R", &r, sweep[i], bytes, &sum_of[s]);
 			}
 		}
 	}
