@@ -56,13 +56,16 @@
 	     "managed memory that pages on demand (may exceed device memory; base "     \
 	     "copies stay on the host); pinned = regions no kernel can write "          \
 	     "(MAP_SHARED without PROT_WRITE) are read in place from the page cache "   \
-	     "(a read-only registration; zero copy), the others as auto; auto = a "     \
-	     "replica (vmm where the driver allows), except a region larger than half " \
-	     "the device's free memory, or with no room left for its replica: read in " \
-	     "place if read-only, else paged (managed: such a region is paged; vmm "    \
-	     "and managed: a replica that finds no device memory is); vmm, pinned "    \
-	     "and auto initialise the driver before a CUDA program's first managed "    \
-	     "mapping")                                                                 \
+	     "(a read-only registration; zero copy), the others as auto; host = such "  \
+	     "regions are read in place through the device's own page tables (HMM: "   \
+	     "PAGEABLE_MEMORY_ACCESS; nothing registered or pinned), the others, and "  \
+	     "every region on a device without HMM, as auto; auto = a replica (vmm "    \
+	     "where the driver allows), except a region larger than half the device's " \
+	     "free memory, or with no room left for its replica: read in place if "     \
+	     "read-only (through HMM where the device has it), else paged (managed: "   \
+	     "such a region is paged; vmm and managed: a replica that finds no "       \
+	     "device memory is); vmm, pinned, host and auto initialise the driver "    \
+	     "before a CUDA program's first managed mapping")                           \
 	ENUM(DIRTY_TRACKING, dirty_tracking, AUTO,                                      \
 	     "how CPU writes are found: userfaultfd write-protect (uffd), soft-dirty "  \
 	     "bits, or the best the kernel offers (auto)")                              \
@@ -86,7 +89,7 @@
  * Each word becomes the constant GAIA_<NAME>_<CONSTANT> (its index). */
 #define GAIA_ENV_WORDS_BACKING(W)                                                       \
 	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")  \
-	W(BACKING, PINNED, "pinned") W(BACKING, PAGED, "paged")
+	W(BACKING, PINNED, "pinned") W(BACKING, PAGED, "paged") W(BACKING, HOST, "host")
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")

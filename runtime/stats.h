@@ -16,6 +16,7 @@
 	X(running_rebases, "launches", "launches that rebased regions on the device while kernels launched earlier ran (GAIA_RUNNING_KERNELS=shared)") \
 	X(device_replicas, "replicas", "device replicas of regions created")         \
 	X(pinned_regions, "regions", "regions kernels read in place from the page cache (read-only registrations: no replica, nothing uploaded)") \
+	X(host_regions, "regions", "regions kernels read in place through HMM (the program's own mapping through the device's page tables: nothing registered, pinned or uploaded)") \
 	X(demoted_replicas, "replicas", "device replicas given up for a program allocation that found no device memory (the region pages on demand from its next launch)") \
 	X(paged_replicas, "replicas", "device replicas in managed memory paged on demand (mode M: may exceed device memory; base copies on the host)") \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB)") \

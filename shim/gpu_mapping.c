@@ -184,19 +184,28 @@ static bool device_idle_locked(int dev);
 /* Bytes registered for reading in place, every region together. */
 static uint64_t pinned_bytes;
 
-/* Whether dev's kernels may read m in place (gpu_pinned.c) at all: NULL,
- * or why not. */
-static const char *in_place_refused(const struct gaia_mapping *m, int dev)
+/* How a region is read in place: not, through a read-only registration
+ * (mode Z), or through HMM (mode H). */
+enum in_place { NOT_IN_PLACE, IN_PLACE_PINNED, IN_PLACE_HMM };
+
+/* Whether dev's kernels may read m in place (gpu_pinned.c) at all, the
+ * way `how` says: NULL, or why not. */
+static const char *in_place_refused(const struct gaia_mapping *m, int dev, enum in_place how)
 {
 	if (m->engine.flags & LRC_WRITABLE)
-		return "kernels may write it (the mapping has PROT_WRITE), and a registration the "
-		       "GPU writes must be writable, which the driver refuses for files";
+		return how == IN_PLACE_HMM
+			       ? "kernels may write it (the mapping has PROT_WRITE): its CPU writes are tracked "
+				 "with userfaultfd, and HMM faults on a range so armed"
+			       : "kernels may write it (the mapping has PROT_WRITE), and a registration the "
+				 "GPU writes must be writable, which the driver refuses for files";
 	if ((m->flags & MAP_TYPE) != MAP_SHARED)
 		return "a private mapping (its pages may become the process's own copies)";
 	if (gpu_mapping_any_replica(m))
 		return "a device holds a replica of it already";
 	if (!gpu_mapping_whole(m))
 		return "part of it was unmapped";
+	if (how == IN_PLACE_HMM)
+		return gpu_hmm_refused(dev);
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	if (pages > 0 && psize > 0 && pinned_bytes + m->len > (uint64_t)pages * (uint64_t)psize / 2)
 		return "with the regions read in place already, it would pin more than half the machine's "
@@ -215,34 +224,44 @@ static bool larger_than_half_free(const struct gaia_mapping *m, char *why, size_
 	return true;
 }
 
-/* Whether dev's kernels read m in place rather than from a replica
- * (GAIA_BACKING: pinned, every region that may; auto, such a region
- * larger than half the device's free memory, or with no room left for a
- * replica: no_room); the reason goes to *why, either way. */
-static bool reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, char *why, size_t n)
+/* Whether, and how, dev's kernels read m in place rather than from a
+ * replica (GAIA_BACKING: pinned, every region that may, registered; host,
+ * every region that may, through HMM; auto, such a region larger than half
+ * the device's free memory, or with no room left for a replica: no_room,
+ * through HMM where the device has it, else registered); the reason goes
+ * to *why, either way. host on a device without HMM is auto there. */
+static enum in_place reads_in_place(const struct gaia_mapping *m, int dev, bool no_room, char *why, size_t n)
 {
 	int knob = gaia_config()->backing;
 	*why = 0;
 	if (knob == GAIA_BACKING_VMM || knob == GAIA_BACKING_MANAGED || knob == GAIA_BACKING_PAGED)
-		return false;
-	const char *refused = in_place_refused(m, dev);
+		return NOT_IN_PLACE;
+	enum in_place how = IN_PLACE_PINNED;
+	const char *no_hmm = NULL;
+	if (knob == GAIA_BACKING_HOST || knob == GAIA_BACKING_AUTO) {
+		no_hmm = gpu_hmm_refused(dev);
+		how = no_hmm ? IN_PLACE_PINNED : IN_PLACE_HMM;
+	}
+	const char *refused = in_place_refused(m, dev, how);
 	if (refused) {
-		snprintf(why, n, "not read in place: %s", refused);
-		return false;
+		snprintf(why, n, "not read in place%s: %s", how == IN_PLACE_HMM ? " through HMM" : "", refused);
+		return NOT_IN_PLACE;
 	}
-	if (knob == GAIA_BACKING_PINNED) {
-		snprintf(why, n, "GAIA_BACKING=pinned");
-		return true;
+	if (knob == GAIA_BACKING_PINNED || (knob == GAIA_BACKING_HOST && how == IN_PLACE_HMM)) {
+		snprintf(why, n, "GAIA_BACKING=%s", gaia_env_enum_word(GAIA_KNOB_BACKING, knob));
+		return how;
 	}
-	if (no_room) {
-		snprintf(why, n, "no device memory left for a replica");
-		return true;
+	char size_why[128];
+	bool large = !no_room && larger_than_half_free(m, size_why, sizeof(size_why));
+	if (no_room || large) {
+		snprintf(why, n, "%s%s%s", no_room ? "no device memory left for a replica" : size_why,
+			 knob == GAIA_BACKING_HOST ? "; not through HMM: " : "",
+			 knob == GAIA_BACKING_HOST ? no_hmm : "");
+		return how;
 	}
-	if (larger_than_half_free(m, why, n))
-		return true;
 	snprintf(why, n, "%zu MiB of the %zu MiB the device has free: a replica", m->len >> 20,
 		 gpu_device_free_bytes() >> 20);
-	return false;
+	return NOT_IN_PLACE;
 }
 
 /* Whether dev's replica of m pages on demand (mode M: managed memory,
@@ -269,23 +288,35 @@ static bool pages_on_demand(const struct gaia_mapping *m, int dev, char *why, si
 	return true;
 }
 
-/* LRC_IN_PLACE when dev's kernels now read m in place; else the error. */
-static int read_in_place(struct gaia_mapping *m, int dev, const char *why)
+/* LRC_IN_PLACE when dev's kernels now read m in place, the way `how`
+ * says; else the error. */
+static int read_in_place(struct gaia_mapping *m, int dev, enum in_place how, const char *why)
 {
-	bool first = !m->pinned;
-	int rc = gpu_pinned_register(m, dev);
+	bool first = !m->pinned, hmm = how == IN_PLACE_HMM;
+	/* HMM faults on a range armed with userfaultfd. */
+	int rc = hmm ? mapping_unarm_locked(m) : 0;
+	if (rc)
+		gaia_info("%s: device %d cannot read it through HMM (%s): taking the shim's write tracking off "
+			  "it failed: %s", m->path, dev, why, strerror(-rc));
+	else
+		rc = gpu_pinned_register(m, dev, hmm);
 	if (rc) {
 		gaia_info("%s: cannot be read in place by device %d (%s): %s", m->path, dev, why, strerror(-rc));
 		return rc;
 	}
-	if (first)
+	if (first && !hmm)
 		pinned_bytes += m->len;
 	if (first && !m->pinned_counted) {
 		m->pinned_counted = true;
-		stats_add(GAIA_STAT_pinned_regions, 1);
+		stats_add(hmm ? GAIA_STAT_host_regions : GAIA_STAT_pinned_regions, 1);
 	}
-	gaia_info("%s: device %d reads it in place from the page cache, %zu KiB (a read-only registration; "
-		  "nothing uploaded): %s", m->path, dev, m->len / 1024, why);
+	if (hmm)
+		gaia_info("%s: device %d reads it in place through HMM, %zu KiB (its own page tables reach the "
+			  "page cache; nothing registered, pinned or uploaded): %s",
+			  m->path, dev, m->len / 1024, why);
+	else
+		gaia_info("%s: device %d reads it in place from the page cache, %zu KiB (a read-only "
+			  "registration; nothing uploaded): %s", m->path, dev, m->len / 1024, why);
 	return LRC_IN_PLACE;
 }
 
@@ -307,13 +338,15 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 		return m->replica_failed[dev];
 	char why[192];
 	if (m->pinned) {
-		/* Registered for every device: a replica at the same address
-		 * cannot be had next to it. */
-		const char *no = gpu_pinned_probe(dev);
+		/* Registered for every device (or read through HMM): a replica
+		 * at the same address cannot be had next to it. */
+		enum in_place how = m->pinned_hmm ? IN_PLACE_HMM : IN_PLACE_PINNED;
+		const char *no = m->pinned_hmm ? gpu_hmm_refused(dev) : gpu_pinned_probe(dev);
 		if (no)
-			gaia_warn("%s: read in place by another device, and device %d cannot (%s): launches "
-				  "there that pass pointers into it are refused", m->path, dev, no);
-		int rc = no ? -ENOTSUP : read_in_place(m, dev, "read in place by another device");
+			gaia_warn("%s: read in place by another device%s, and device %d cannot (%s): launches "
+				  "there that pass pointers into it are refused", m->path,
+				  m->pinned_hmm ? " through HMM" : "", dev, no);
+		int rc = no ? -ENOTSUP : read_in_place(m, dev, how, "read in place by another device");
 		if (rc != LRC_IN_PLACE) {
 			m->replica_failed[dev] = rc;
 			m->pinned_refused[dev] = true; /* tried again once the registration goes */
@@ -324,13 +357,17 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	 * had the launch not wait for the device) but failed: a replica made
 	 * now goes to managed memory, which needs no idle device. */
 	bool tried = false;
-	if (reads_in_place(m, dev, false, why, sizeof(why))) {
-		if (read_in_place(m, dev, why) == LRC_IN_PLACE)
+	enum in_place how = reads_in_place(m, dev, false, why, sizeof(why));
+	if (how) {
+		if (read_in_place(m, dev, how, why) == LRC_IN_PLACE)
 			return LRC_IN_PLACE;
 		tried = true;
 	} else if (*why) {
 		gaia_info("%s: device %d: %s", m->path, dev, why);
 	}
+	/* Read through HMM before (in the parent of this process, or by a
+	 * device that no longer does): tracked again before it has a copy. */
+	(void)mapping_rearm_locked(m);
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -348,8 +385,8 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	if (rc)
 		rc = cuda_replica_create(r, backing == GAIA_BACKING_PAGED ? GAIA_BACKING_PAGED : GAIA_BACKING_MANAGED,
 					 dev, m->start, m->len, m->exec.writable, 0, 0, 0);
-	if (rc == -ENOMEM && reads_in_place(m, dev, true, why, sizeof(why)) &&
-	    read_in_place(m, dev, why) == LRC_IN_PLACE) {
+	if (rc == -ENOMEM && (how = reads_in_place(m, dev, true, why, sizeof(why))) != NOT_IN_PLACE &&
+	    read_in_place(m, dev, how, why) == LRC_IN_PLACE) {
 		free(r);
 		return LRC_IN_PLACE;
 	}
@@ -590,8 +627,10 @@ static void forget_in_place(struct gaia_mapping *m)
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++)
 		if (m->pinned_dptr[d] && !device_idle_locked(d))
 			(void)cuda_ctx_synchronize(m->pinned_dev_ctx[d]);
+	bool hmm = m->pinned_hmm;
 	gpu_pinned_unregister(m);
-	pinned_bytes -= pinned_bytes < m->len ? pinned_bytes : m->len;
+	if (!hmm)
+		pinned_bytes -= pinned_bytes < m->len ? pinned_bytes : m->len;
 	/* Devices that could not read it in place may have a replica now. */
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		if (m->pinned_refused[d])
@@ -1038,7 +1077,7 @@ static bool host_creating_needs_idle(void *region, int dev)
 	if (m->pinned)
 		return m->pinned_stale; /* renewing the registration waits for the kernels reading it */
 	return !m->replicas[dev] && !m->replica_failed[dev] && !m->pinned && backing_for(dev) == GAIA_BACKING_VMM &&
-	       !gpu_vmm_refused(m) && !reads_in_place(m, dev, false, why, sizeof(why)) &&
+	       !gpu_vmm_refused(m) && reads_in_place(m, dev, false, why, sizeof(why)) == NOT_IN_PLACE &&
 	       !pages_on_demand(m, dev, why, sizeof(why));
 }
 

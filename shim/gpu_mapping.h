@@ -78,10 +78,14 @@ GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
 /* Regions kernels read in place (gpu_pinned.c). Why dev cannot read a
  * read-only registration of host memory (NULL: it can; probed once). */
 GAIA_HIDDEN const char *gpu_pinned_probe(int dev);
-/* Registers m read-only with the driver, once for every device, and
- * records the address dev's kernels reach it at (m->pinned_dptr[dev]), in
- * the current context. 0 or -errno. */
-GAIA_HIDDEN int gpu_pinned_register(struct gaia_mapping *m, int dev);
+/* Why dev's kernels cannot reach the process's pageable memory (HMM;
+ * NULL: they can; probed once). */
+GAIA_HIDDEN const char *gpu_hmm_refused(int dev);
+/* Registers m read-only with the driver, once for every device (hmm:
+ * nothing registered, dev reaches it through HMM), and records the address
+ * dev's kernels reach it at (m->pinned_dptr[dev]), in the current
+ * context. 0 or -errno. */
+GAIA_HIDDEN int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm);
 /* Undoes the registration (the kernels that may read it have ended). */
 GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 /* In a forked child: the parent's registration is not this process's. */

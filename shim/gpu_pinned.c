@@ -11,6 +11,13 @@
  * read-only registration is a fatal fault. A MAP_SHARED mapping only: a
  * private one's pages may become the process's own copies.
  *
+ * Mode H is the same without a registration: on a device with HMM
+ * (PAGEABLE_MEMORY_ACCESS) kernels reach the program's mapping through the
+ * device's own page tables, at its own address, nothing pinned. HMM faults
+ * on a range armed with userfaultfd, so the shim's write tracking is taken
+ * off such a region first (gpu_mapping.c; it has no PROT_WRITE, nothing
+ * goes unseen) and put back before it can be written.
+ *
  * Everything runs under mapping_lock. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,6 +62,24 @@ const char *gpu_pinned_probe(int dev)
 	return why;
 }
 
+const char *gpu_hmm_refused(int dev)
+{
+	static int hmm_probed[TSVT_MAX_DEVICES]; /* 0 not yet, 1 can, -1 cannot */
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return "no such device";
+	if (!hmm_probed[dev]) {
+		int pageable = 0;
+		hmm_probed[dev] = drv.device_get_attribute &&
+						  !attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev, &pageable) &&
+						  pageable
+					  ? 1
+					  : -1;
+	}
+	return hmm_probed[dev] > 0 ? NULL
+				   : "the device cannot reach the process's pageable memory (PAGEABLE_MEMORY_ACCESS "
+				     "is 0: no HMM)";
+}
+
 const char *gpu_paged_refused(int dev)
 {
 	static int paged_probed[TSVT_MAX_DEVICES]; /* 0 not yet, 1 can, -1 cannot */
@@ -81,8 +106,22 @@ size_t gpu_device_free_bytes(void)
 	return free_bytes;
 }
 
-int gpu_pinned_register(struct gaia_mapping *m, int dev)
+int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm)
 {
+	if (hmm && (!m->pinned || m->pinned_hmm)) {
+		/* Nothing to register: the device's own page tables reach the
+		 * mapping, at the program's address (armed ranges excepted:
+		 * the caller took the shim's tracking off it). */
+		m->pinned = true;
+		m->pinned_hmm = true;
+		CUcontext ctx = NULL;
+		(void)drv.ctx_get_current(&ctx);
+		m->pinned_dptr[dev] = (uint64_t)m->start;
+		m->pinned_dev_ctx[dev] = ctx;
+		return 0;
+	}
+	if (m->pinned_hmm)
+		return -EBUSY; /* read through HMM by another device */
 	if (!m->pinned) {
 		if (!gpu_mapping_whole(m))
 			return -EINVAL; /* partly unmapped: the driver pins whole ranges */
@@ -117,11 +156,14 @@ void gpu_pinned_unregister(struct gaia_mapping *m)
 {
 	if (!m->pinned)
 		return;
-	struct cuda_replica as = {.ctx = m->pinned_ctx};
-	struct ctx_switch c = cuda_enter_ctx(&as);
-	(void)CU_FREE(drv.host_unregister((void *)m->start), "cuMemHostUnregister (a region read in place)");
-	cuda_leave_ctx(c);
+	if (!m->pinned_hmm) {
+		struct cuda_replica as = {.ctx = m->pinned_ctx};
+		struct ctx_switch c = cuda_enter_ctx(&as);
+		(void)CU_FREE(drv.host_unregister((void *)m->start), "cuMemHostUnregister (a region read in place)");
+		cuda_leave_ctx(c);
+	}
 	m->pinned = false;
+	m->pinned_hmm = false;
 	m->pinned_stale = false;
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
@@ -132,6 +174,7 @@ void gpu_pinned_after_fork(struct gaia_mapping *m)
 {
 	/* The parent's registration: the child has no context to undo it in. */
 	m->pinned = false;
+	m->pinned_hmm = false;
 	m->pinned_stale = false;
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));

@@ -210,6 +210,13 @@ GAIA_EXPORT int mprotect(void *addr, size_t len, int prot)
 		gaia_in_shim--;
 		return rc;
 	}
+	if ((prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
+		int saved = errno;
+		gaia_in_shim++;
+		mapping_before_writable(addr, len);
+		gaia_in_shim--;
+		errno = saved;
+	}
 	int rc = IO_GATED(addr, len, REAL(mprotect)(addr, len, prot));
 	if (rc == 0 && (prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
 		int saved = errno;

@@ -267,6 +267,11 @@ static void collect_one_locked(struct gaia_mapping *m)
 	if (!m->tracked || !(m->prot & PROT_WRITE))
 		return;
 	const struct range_set *live = &m->engine.live;
+	if (m->rearm_failed) {
+		for (size_t i = 0; i < live->count; i++)
+			lrc_cpu_wrote(&m->engine, live->items[i].first, live->items[i].end - live->items[i].first);
+		return;
+	}
 	for (size_t i = 0; i < live->count; i++) {
 		uintptr_t a = m->start + live->items[i].first * GAIA_PAGE;
 		size_t n = (live->items[i].end - live->items[i].first) * GAIA_PAGE;
@@ -283,6 +288,49 @@ static void collect_one_locked(struct gaia_mapping *m)
 				      live->items[i].end - live->items[i].first);
 		}
 	}
+}
+
+int mapping_unarm_locked(struct gaia_mapping *m)
+{
+	if (m->unarmed || !m->tracked || tracker_mode() != TRACKER_UFFD_WP)
+		return 0;
+	if ((m->prot & PROT_WRITE) || (m->engine.flags & LRC_WRITABLE))
+		return -EBUSY; /* its writes would go unseen */
+	const struct range_set *live = &m->engine.live;
+	for (size_t i = 0; i < live->count; i++) {
+		int rc = tracker_unregister((void *)(m->start + live->items[i].first * GAIA_PAGE),
+					    (live->items[i].end - live->items[i].first) * GAIA_PAGE);
+		if (rc) {
+			/* Pieces already off are armed again: all or nothing. */
+			m->unarmed = true;
+			m->tracked = false;
+			(void)mapping_rearm_locked(m);
+			return rc;
+		}
+	}
+	m->tracked = false;
+	m->unarmed = true;
+	return 0;
+}
+
+int mapping_rearm_locked(struct gaia_mapping *m)
+{
+	if (!m->unarmed)
+		return 0;
+	const struct range_set *live = &m->engine.live;
+	int rc = 0;
+	for (size_t i = 0; i < live->count && !rc; i++)
+		rc = tracker_register((void *)(m->start + live->items[i].first * GAIA_PAGE),
+				      (live->items[i].end - live->items[i].first) * GAIA_PAGE);
+	m->unarmed = false;
+	m->tracked = true;
+	if (rc) {
+		m->rearm_failed = true;
+		gaia_error("%s: cannot track writes to it again after devices read it through HMM: userfaultfd "
+			   "ioctl UFFDIO_REGISTER failed: %s; every page counts as written at each release",
+			   m->path, strerror(-rc));
+	}
+	return rc;
 }
 
 /* Soft-dirty bits are per process: collect every mapping, then rearm. */
@@ -829,7 +877,7 @@ void mapping_file_resize_end(bool locked, dev_t dev, ino_t ino, off_t old_size, 
 		/* Pages a device reads in place that left the page cache: the
 		 * registration holds the old ones (gpu_mapping.c renews it). */
 		for (struct gaia_mapping *m = locked && new_size < old_size ? mappings : NULL; m; m = m->next)
-			if (m->pinned && m->dev == dev && m->ino == ino && (uint64_t)new_size < m->offset + m->len)
+			if (m->pinned && !m->pinned_hmm && m->dev == dev && m->ino == ino && (uint64_t)new_size < m->offset + m->len)
 				m->pinned_stale = true;
 		if (locked)
 			apply_file_write_locked(dev, ino, (uint64_t)lo, (uint64_t)(hi - lo));

@@ -44,6 +44,15 @@ struct gaia_mapping {
 	/* What peer reads fetched ahead from a device (gpu_peer.c), or NULL. */
 	struct peer_cache *peer;
 	bool pinned;
+	/* Read in place through HMM instead (mode H; gpu_pinned.c): nothing
+	 * registered, pinned_dptr[d] is the program's address. */
+	bool pinned_hmm;
+	/* The shim's write tracking was taken off the range for HMM (a
+	 * device faults on an armed range; the mapping has no PROT_WRITE, so
+	 * nothing goes unseen): armed again before it can be written or get a
+	 * replica (mapping_rearm_locked). rearm_failed: that failed, every
+	 * collect counts the whole mapping written. */
+	bool unarmed, rearm_failed;
 	bool pinned_stale; /* the program shrank the file since: pages went */
 	bool pinned_counted; /* in GAIA_STATS pinned_regions already */
 	bool pinned_refused[TSVT_MAX_DEVICES]; /* replica_failed[d] because d could not read it in place */
@@ -93,6 +102,10 @@ GAIA_HIDDEN extern struct gaia_mapping *mappings;
 
 /* The CPU's side of the protocol for one mapping (mapping.c). */
 GAIA_HIDDEN void mapping_collect_locked(struct gaia_mapping *m);
+/* Takes the shim's write tracking off m (for HMM; only a mapping without
+ * PROT_WRITE: -EBUSY otherwise), or arms it again. 0 or -errno. */
+GAIA_HIDDEN int mapping_unarm_locked(struct gaia_mapping *m);
+GAIA_HIDDEN int mapping_rearm_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_release_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_acquire_locked(struct gaia_mapping *m);
 /* Carries out m->plan (device actions through m->exec). */

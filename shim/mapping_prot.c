@@ -21,6 +21,12 @@ static bool overlap_of(const struct gaia_mapping *m, const void *addr, size_t le
 	return *lo < *hi;
 }
 
+static bool overlaps(const struct gaia_mapping *m, const void *addr, size_t len)
+{
+	uintptr_t lo, hi;
+	return overlap_of(m, addr, len, &lo, &hi);
+}
+
 /* Sets or clears the bits of [lo, hi) of m (page-aligned, inside it) in
  * *bits, a bitmap of m's pages allocated on first need (every bit set
  * when `all_set`). With `forget`, the devices forget each page whose bit
@@ -73,6 +79,33 @@ static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_
 	return true;
 }
 
+/* Before mprotect adds PROT_WRITE: ranges devices read through HMM are
+ * left (their kernels waited for) and armed again, so that no write the
+ * program makes once the protection changes goes unseen. */
+void mapping_before_writable(void *addr, size_t len)
+{
+	mapping_lock_take();
+	bool any = false;
+	for (struct gaia_mapping *m = mappings; m && !any; m = m->next)
+		any = (m->unarmed || m->pinned_hmm) && overlaps(m, addr, len);
+	mapping_lock_give();
+	if (!any)
+		return;
+	/* Kernels reading it through HMM end before the range is armed. */
+	unsigned held = gpu_mappings_quiesce ? gpu_mappings_quiesce(addr, len, true) : 0;
+	mapping_lock_take();
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!(m->unarmed || m->pinned_hmm) || !overlaps(m, addr, len))
+			continue;
+		if (m->pinned_hmm && gpu_mapping_forget_locked)
+			gpu_mapping_forget_locked(m);
+		(void)mapping_rearm_locked(m);
+	}
+	mapping_lock_give();
+	if (held)
+		gpu_mappings_quiesce_end(held);
+}
+
 void mapping_made_writable(void *addr, size_t len)
 {
 	/* A read-only mapping made writable loses its device copies: the
@@ -98,6 +131,7 @@ void mapping_made_writable(void *addr, size_t len)
 			continue;
 		if (gpu_mapping_forget_locked)
 			gpu_mapping_forget_locked(m);
+		(void)mapping_rearm_locked(m); /* done before the mprotect unless it raced it */
 		m->engine.flags |= LRC_WRITABLE;
 		m->exec.writable = true;
 		m->prot |= PROT_WRITE;

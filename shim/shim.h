@@ -193,6 +193,10 @@ GAIA_HIDDEN int tracker_rearm(void);
 /* Forgets what was written in [addr, addr+len) (e.g. after the shim's own
  * stores, or an madvise that drops pages). */
 GAIA_HIDDEN int tracker_forget(void *addr, size_t len);
+/* Stops tracking [addr, addr+len): the range is no longer armed (a
+ * device reaching it through HMM faults on an armed range). Nothing is
+ * collected; tracker_register starts again. 0 or -errno. */
+GAIA_HIDDEN int tracker_unregister(void *addr, size_t len);
 /* In a forked child: the registration did not follow the fork. */
 GAIA_HIDDEN int tracker_reinit_after_fork(void);
 
@@ -372,10 +376,13 @@ GAIA_HIDDEN void mapping_after_fork(bool child);
  * absent from builds without CUDA). */
 GAIA_HIDDEN void gpu_wait_note_after_fork_child(void) __attribute__((weak));
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
-/* mprotect gave [addr, addr+len) PROT_WRITE. */
 /* Starts a detached thread of the shim's that takes no signals and returns
  * once it runs fn: 0 or pthread_create's error (process.c). */
 GAIA_HIDDEN int gaia_thread_start(void *(*fn)(void *), void *arg);
+/* mprotect is about to give [addr, addr+len) PROT_WRITE: what devices read
+ * through HMM there is armed for write tracking again. */
+GAIA_HIDDEN void mapping_before_writable(void *addr, size_t len);
+/* mprotect gave [addr, addr+len) PROT_WRITE. */
 GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
 /* mprotect(addr, len, prot) without PROT_WRITE over managed mappings: the
  * pages are first marked so that no sync stores a device's writes there

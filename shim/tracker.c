@@ -306,6 +306,19 @@ int tracker_register(void *addr, size_t len)
 	return rc;
 }
 
+int tracker_unregister(void *addr, size_t len)
+{
+	pthread_mutex_lock(&tr.lock);
+	int rc = 0;
+	if (tr.mode == TRACKER_UFFD_WP) {
+		struct uffdio_range range = {.start = (uintptr_t)addr, .len = len};
+		if (ioctl(tr.uffd, UFFDIO_UNREGISTER, &range))
+			rc = -errno;
+	}
+	pthread_mutex_unlock(&tr.lock);
+	return rc;
+}
+
 int tracker_collect(void *addr, size_t len, void (*fn)(uintptr_t, uintptr_t, void *), void *arg)
 {
 	pthread_mutex_lock(&tr.lock);
