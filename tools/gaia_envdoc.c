@@ -241,7 +241,7 @@ static int print_man_options(FILE *out)
 {
 	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
 		struct knob_option o;
-		char text[1024];
+		char text[4096];
 
 		knob_option_of((enum gaia_env_knob_id)i, &o);
 		knob_option_describe(&o, text, sizeof text);

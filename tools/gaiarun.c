@@ -107,7 +107,7 @@ static void print_wrapped(const char *left, const char *text)
 
 static void print_help(void)
 {
-	char left[96], text[1024];
+	char left[96], text[4096];
 
 	print_synopsis(stdout);
 	fputs("\nRuns PROGRAM with libgaia.so first in LD_PRELOAD and the GAIA_* variables\n"

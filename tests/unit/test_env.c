@@ -373,7 +373,7 @@ static void test_bad_value_message_reads_as_documented(void **state)
 			    "gaia: GAIA_READAHEAD_KB=\"abc\" is not an integer in 4..1048576; using 512\n");
 	assert_int_equal(load_one(&env, "GAIA_BACKING", "cuda", &c), 1);
 	assert_string_equal(c.text,
-			    "gaia: GAIA_BACKING=\"cuda\" is not one of auto|vmm|managed|pinned|paged; using auto\n");
+			    "gaia: GAIA_BACKING=\"cuda\" is not one of auto|vmm|managed|pinned|paged|host; using auto\n");
 	assert_int_equal(load_one(&env, "GAIA_DISABLE", "maybe", &c), 1);
 	assert_string_equal(c.text, "gaia: GAIA_DISABLE=\"maybe\" is not a boolean: "
 				    "0/1, yes/no, true/false, on/off; using 0\n");
@@ -475,7 +475,7 @@ static void test_table_lists_every_knob_once(void **state)
 	assert_non_null(strstr(buf, "| Variable | Type | Default | Accepted | Meaning |\n"));
 	assert_non_null(
 		strstr(buf, "| `GAIA_READAHEAD_KB` | int | `512` | 4..1048576 | "));
-	assert_non_null(strstr(buf, "| `GAIA_BACKING` | enum | `auto` | `auto`, `vmm`, `managed`, `pinned`, `paged` | "));
+	assert_non_null(strstr(buf, "| `GAIA_BACKING` | enum | `auto` | `auto`, `vmm`, `managed`, `pinned`, `paged`, `host` | "));
 	assert_non_null(strstr(buf, "| `GAIA_PATHS` | string | (empty) | "));
 	for (int i = 0; i < GAIA_KNOB_COUNT; i++) {
 		char cell[64];
