@@ -18,6 +18,7 @@
 	X(pinned_regions, "regions", "regions kernels read in place from the page cache (read-only registrations: no replica, nothing uploaded)") \
 	X(host_regions, "regions", "regions kernels read in place through HMM (the program's own mapping through the device's page tables: nothing registered, pinned or uploaded)") \
 	X(demoted_replicas, "replicas", "device replicas given up for a program allocation that found no device memory (the region pages on demand from its next launch)") \
+	X(promoted_replicas, "replicas", "replicas paged on demand given up at a sync because a whole one fits again (the next launch makes it)") \
 	X(paged_replicas, "replicas", "device replicas in managed memory paged on demand (mode M: may exceed device memory; base copies on the host)") \
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB)") \
 	X(readahead_hits, "pages", "pages of CPU reads served from what a read fetched ahead from a device") \

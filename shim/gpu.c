@@ -489,6 +489,7 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	pthread_mutex_lock(&launch_window);
 	int dev = cuda_current_device();
 	int failed = 0;
+	bool full = false;
 	if (dev >= 0 && dev < TSVT_MAX_DEVICES) {
 		bool running = kernels_still_running(dev);
 		failed = running ? gpu_mappings_sync(dev, true) : -EAGAIN;
@@ -501,9 +502,13 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 			failed = gpu_mappings_sync(dev, false);
 			launched[dev].n = 0;
 			launched[dev].unknown = false;
+			full = true;
 		}
 	}
 	pthread_mutex_unlock(&launch_window);
+	/* The device idle: replicas paged on demand that fit whole again go. */
+	if (full && !failed)
+		(void)gpu_mappings_promote(dev);
 	gaia_in_shim--;
 	return cuda_result_of(failed);
 }

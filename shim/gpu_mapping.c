@@ -753,6 +753,57 @@ size_t gpu_mappings_make_room(int dev, size_t want)
 	return freed;
 }
 
+/* Whether m's replica on dev pages on demand where a whole one would now
+ * do: not GAIA_BACKING=paged, and m no larger than half of free_bytes. */
+static bool promotable(const struct gaia_mapping *m, int dev, size_t free_bytes)
+{
+	const struct cuda_replica *r = m->replicas[dev];
+	return r && r->paged && gaia_config()->backing != GAIA_BACKING_PAGED && m->len <= free_bytes / 2;
+}
+
+unsigned gpu_mappings_promote(int dev)
+{
+	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
+		return 0;
+	mapping_lock_take();
+	bool any = false;
+	for (struct gaia_mapping *m = mappings; m && !any; m = m->next)
+		any = m->replicas[dev] && ((struct cuda_replica *)m->replicas[dev])->paged;
+	mapping_lock_give();
+	size_t free_bytes = any ? gpu_device_free_bytes() : 0;
+	if (!free_bytes)
+		return 0;
+	bool some = false;
+	mapping_lock_take();
+	for (struct gaia_mapping *m = mappings; m && !some; m = m->next)
+		some = promotable(m, dev, free_bytes);
+	mapping_lock_give();
+	if (!some)
+		return 0;
+	/* The kernels that may use them are waited for first, without the
+	 * lock, as for a demotion. */
+	unsigned held = gpu_mappings_quiesce(NULL, UINTPTR_MAX, false);
+	mapping_lock_take();
+	unsigned promoted = 0;
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!promotable(m, dev, free_bytes))
+			continue;
+		size_t bytes = m->len * (m->exec.writable ? 2 : 1); /* replica, base copies */
+		gaia_info("%s: device %d has room for a whole replica again (%zu MiB free): the one paged on "
+			  "demand is given up, and the next launch makes a whole one",
+			  m->path, dev, free_bytes >> 20);
+		m->demoted[dev] = false;
+		gpu_mapping_forget_locked(m);
+		stats_add(GAIA_STAT_promoted_replicas, 1);
+		free_bytes -= bytes < free_bytes ? bytes : free_bytes;
+		promoted++;
+	}
+	mapping_lock_give();
+	if (held)
+		gpu_mappings_quiesce_end(held);
+	return promoted;
+}
+
 void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 {
 	/* The child has no device context: the parent's replicas are not its

@@ -98,6 +98,12 @@ GAIA_HIDDEN size_t gpu_device_free_bytes(void);
  * What kernels wrote to them is released first (after waiting for the
  * kernels that may use them, without the lock). The bytes given up. */
 GAIA_HIDDEN size_t gpu_mappings_make_room(int dev, size_t want);
+/* After a sync that left dev idle: replicas there paged on demand (given
+ * up for the program's memory, or made when the region was larger than
+ * half the free memory) that would now fit whole (no larger than half the
+ * free memory) are given up, their writes merged, so that the next launch
+ * makes whole ones. Returns how many. */
+GAIA_HIDDEN unsigned gpu_mappings_promote(int dev);
 /* Whether dev may have replicas paged on demand (mode M: the CPU reads
  * and writes their base copies while kernels run): NULL, or why not. */
 GAIA_HIDDEN const char *gpu_paged_refused(int dev);

@@ -1474,6 +1474,51 @@ static void case_demote_under_malloc(void)
 	last_map = NULL; /* paged now, whatever the backing asked for */
 }
 
+/* A replica given up for the program's cudaMalloc comes back whole once
+ * the program frees that memory: the region pages on demand in between,
+ * with kernels' and the CPU's writes on the same pages on both sides of
+ * each change, and every byte reaches the file. Under vmm the end of
+ * main checks that no managed memory is left (the paged replica went). */
+static void case_promote_after_free(void)
+{
+	const size_t bytes = 16u << 20, pages = bytes / PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* byte 0 of every page: a whole replica */
+	for (size_t p = 0; p < pages; p += 3)
+		m[p * PAGE + 1] = 0x22;
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	size_t want = free_bytes + (8u << 20);
+	void *big = NULL;
+	cudaError_t e = cudaMalloc(&big, want);
+	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a 16 MiB replica to give up: %s",
+	      want >> 20, free_bytes >> 20, cudaGetErrorName(e));
+	launch_write(m, 0, bytes, PAGE, 2, 0x33); /* paged on demand now */
+	for (size_t p = 1; p < pages; p += 3)
+		m[p * PAGE + 3] = 0x44;
+	CUDA_OK(cudaFree(big));
+	CUDA_OK(cudaDeviceSynchronize()); /* the room is back: the paged replica goes */
+	launch_write(m, 0, bytes, PAGE, 4, 0x55); /* a whole replica again */
+	for (size_t p = 2; p < pages; p += 3)
+		m[p * PAGE + 5] = 0x66;
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CHECK(got && pread(fd, got, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t p = 0; p < pages; p++) {
+		const unsigned char *pg = got + p * PAGE;
+		CHECK(pg[0] == 0x11 && pg[2] == 0x33 && pg[4] == 0x55, "page %zu in the file: kernel bytes %#x %#x %#x",
+		      p, pg[0], pg[2], pg[4]);
+		CHECK(pg[1] == (p % 3 == 0 ? 0x22 : 0) && pg[3] == (p % 3 == 1 ? 0x44 : 0) &&
+		      pg[5] == (p % 3 == 2 ? 0x66 : 0), "page %zu in the file: CPU bytes %#x %#x %#x", p, pg[1],
+		      pg[3], pg[5]);
+		CHECK(pg[6] == 0 && pg[PAGE - 1] == 0, "page %zu in the file: untouched bytes %#x %#x", p, pg[6],
+		      pg[PAGE - 1]);
+		CHECK(!memcmp(pg, m + p * PAGE, PAGE), "page %zu: the mapping and the file differ", p);
+	}
+	free(got);
+}
+
 /* A region read in place made writable: the registration goes (or
  * reading through HMM, and the CPU's writes are tracked again), and
  * kernels' writes from then on reach the file with the CPU's, through a
@@ -1678,6 +1723,8 @@ int main(int argc, char **argv)
 		case_peer_read_tail();
 	else if (!strcmp(c, "peer_readahead"))
 		case_peer_readahead();
+	else if (!strcmp(c, "promote_after_free"))
+		case_promote_after_free();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
 	else if (!strcmp(c, "demote_under_malloc"))
