@@ -194,8 +194,8 @@ static const char *in_place_refused(const struct gaia_mapping *m, int dev, enum 
 {
 	if (m->engine.flags & LRC_WRITABLE)
 		return how == IN_PLACE_HMM
-			       ? "kernels may write it (the mapping has PROT_WRITE): its CPU writes are tracked "
-				 "with userfaultfd, and HMM faults on a range so armed"
+			       ? "kernels may write it (the mapping has PROT_WRITE): their stores through HMM "
+				 "would reach the page cache at once, outside release consistency"
 			       : "kernels may write it (the mapping has PROT_WRITE), and a registration the "
 				 "GPU writes must be writable, which the driver refuses for files";
 	if ((m->flags & MAP_TYPE) != MAP_SHARED)
@@ -239,7 +239,10 @@ static enum in_place reads_in_place(const struct gaia_mapping *m, int dev, bool 
 	enum in_place how = IN_PLACE_PINNED;
 	const char *no_hmm = NULL;
 	if (knob == GAIA_BACKING_HOST || knob == GAIA_BACKING_AUTO) {
-		no_hmm = gpu_hmm_refused(dev);
+		/* Every device, or a second one could not read it at all. */
+		no_hmm = m->no_hmm ? "the program took PROT_READ off part of it, and HMM follows the CPU's "
+				     "protection"
+				   : gpu_hmm_refused_somewhere();
 		how = no_hmm ? IN_PLACE_PINNED : IN_PLACE_HMM;
 	}
 	const char *refused = in_place_refused(m, dev, how);
@@ -295,11 +298,12 @@ static int read_in_place(struct gaia_mapping *m, int dev, enum in_place how, con
 	bool first = !m->pinned, hmm = how == IN_PLACE_HMM;
 	/* HMM faults on a range armed with userfaultfd. */
 	int rc = hmm ? mapping_unarm_locked(m) : 0;
-	if (rc)
+	if (rc) {
 		gaia_info("%s: device %d cannot read it through HMM (%s): taking the shim's write tracking off "
 			  "it failed: %s", m->path, dev, why, strerror(-rc));
-	else
-		rc = gpu_pinned_register(m, dev, hmm);
+		return rc;
+	}
+	rc = gpu_pinned_register(m, dev, hmm);
 	if (rc) {
 		gaia_info("%s: cannot be read in place by device %d (%s): %s", m->path, dev, why, strerror(-rc));
 		return rc;
@@ -336,7 +340,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 		return LRC_IN_PLACE;
 	if (m->replica_failed[dev])
 		return m->replica_failed[dev];
-	char why[192];
+	char why[384];
 	if (m->pinned) {
 		/* Registered for every device (or read through HMM): a replica
 		 * at the same address cannot be had next to it. */
@@ -365,8 +369,8 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	} else if (*why) {
 		gaia_info("%s: device %d: %s", m->path, dev, why);
 	}
-	/* Read through HMM before (in the parent of this process, or by a
-	 * device that no longer does): tracked again before it has a copy. */
+	/* Read through HMM before (no longer: made unreadable, a failed
+	 * attempt, a device that stopped): tracked again before it has a copy. */
 	(void)mapping_rearm_locked(m);
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -1124,7 +1128,7 @@ static bool host_needs_idle(void *region, int dev, unsigned kinds, uint64_t reba
 static bool host_creating_needs_idle(void *region, int dev)
 {
 	const struct gaia_mapping *m = region;
-	char why[192];
+	char why[384];
 	if (m->pinned)
 		return m->pinned_stale; /* renewing the registration waits for the kernels reading it */
 	return !m->replicas[dev] && !m->replica_failed[dev] && !m->pinned && backing_for(dev) == GAIA_BACKING_VMM &&

@@ -81,6 +81,10 @@ GAIA_HIDDEN const char *gpu_pinned_probe(int dev);
 /* Why dev's kernels cannot reach the process's pageable memory (HMM;
  * NULL: they can; probed once). */
 GAIA_HIDDEN const char *gpu_hmm_refused(int dev);
+/* The same for every device the process sees (a region read through HMM
+ * has no registration another device could use): NULL, or which cannot
+ * and why (under mapping_lock: one buffer). */
+GAIA_HIDDEN const char *gpu_hmm_refused_somewhere(void);
 /* Registers m read-only with the driver, once for every device (hmm:
  * nothing registered, dev reaches it through HMM), and records the address
  * dev's kernels reach it at (m->pinned_dptr[dev]), in the current

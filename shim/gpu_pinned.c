@@ -21,6 +21,7 @@
  * Everything runs under mapping_lock. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -78,6 +79,22 @@ const char *gpu_hmm_refused(int dev)
 	return hmm_probed[dev] > 0 ? NULL
 				   : "the device cannot reach the process's pageable memory (PAGEABLE_MEMORY_ACCESS "
 				     "is 0: no HMM)";
+}
+
+const char *gpu_hmm_refused_somewhere(void)
+{
+	static char why[256];
+	int count = 0;
+	if (!drv.device_get_count || CU_CHECK(drv.device_get_count(&count), "cuDeviceGetCount"))
+		return "the number of devices is unknown";
+	for (int d = 0; d < count && d < TSVT_MAX_DEVICES; d++) {
+		const char *no = gpu_hmm_refused(d);
+		if (no) {
+			snprintf(why, sizeof(why), "device %d: %s", d, no);
+			return why;
+		}
+	}
+	return NULL;
 }
 
 const char *gpu_paged_refused(int dev)

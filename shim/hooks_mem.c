@@ -204,27 +204,34 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
  * inaccessible) take no more kernel writes: a sync drops them. */
 GAIA_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	if (!(prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
+	bool managed = !gaia_in_shim && mapping_overlaps(addr, len);
+	if (managed && !(prot & PROT_READ)) {
+		int saved = errno;
+		gaia_in_shim++;
+		mapping_before_unreadable(addr, len);
+		gaia_in_shim--;
+		errno = saved;
+	}
+	if (managed && !(prot & PROT_WRITE)) {
 		gaia_in_shim++;
 		int rc = mapping_protect_dropping_write(addr, len, prot);
 		gaia_in_shim--;
 		return rc;
 	}
-	if ((prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
-		int saved = errno;
-		gaia_in_shim++;
-		mapping_before_writable(addr, len);
-		gaia_in_shim--;
-		errno = saved;
-	}
+	if (!managed)
+		return IO_GATED(addr, len, REAL(mprotect)(addr, len, prot));
+	int saved = errno;
+	gaia_in_shim++;
+	mapping_before_writable(addr, len);
+	gaia_in_shim--;
+	errno = saved;
 	int rc = IO_GATED(addr, len, REAL(mprotect)(addr, len, prot));
-	if (rc == 0 && (prot & PROT_WRITE) && !gaia_in_shim && mapping_overlaps(addr, len)) {
-		int saved = errno;
-		gaia_in_shim++;
-		mapping_made_writable(addr, len);
-		gaia_in_shim--;
-		errno = saved;
-	}
+	saved = errno;
+	gaia_in_shim++;
+	/* ENOMEM: part of the range may have changed before the failure. */
+	mapping_writable_end(addr, len, rc == 0 || saved == ENOMEM);
+	gaia_in_shim--;
+	errno = saved;
 	return rc;
 }
 

@@ -294,7 +294,7 @@ int mapping_unarm_locked(struct gaia_mapping *m)
 {
 	if (m->unarmed || !m->tracked || tracker_mode() != TRACKER_UFFD_WP)
 		return 0;
-	if ((m->prot & PROT_WRITE) || (m->engine.flags & LRC_WRITABLE))
+	if ((m->prot & PROT_WRITE) || (m->engine.flags & LRC_WRITABLE) || m->becoming_writable)
 		return -EBUSY; /* its writes would go unseen */
 	const struct range_set *live = &m->engine.live;
 	for (size_t i = 0; i < live->count; i++) {
@@ -324,8 +324,8 @@ int mapping_rearm_locked(struct gaia_mapping *m)
 				      (live->items[i].end - live->items[i].first) * GAIA_PAGE);
 	m->unarmed = false;
 	m->tracked = true;
+	m->rearm_failed = rc != 0;
 	if (rc) {
-		m->rearm_failed = true;
 		gaia_error("%s: cannot track writes to it again after devices read it through HMM: userfaultfd "
 			   "ioctl UFFDIO_REGISTER failed: %s; every page counts as written at each release",
 			   m->path, strerror(-rc));

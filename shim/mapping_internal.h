@@ -53,6 +53,13 @@ struct gaia_mapping {
 	 * replica (mapping_rearm_locked). rearm_failed: that failed, every
 	 * collect counts the whole mapping written. */
 	bool unarmed, rearm_failed;
+	/* Never read through HMM again: the program took PROT_READ off some
+	 * of it (HMM follows the CPU's protection; a registration or a
+	 * replica keeps the bytes). becoming_writable: an mprotect adding
+	 * PROT_WRITE is under way (mapping_before_writable until it
+	 * returns), so the range is not unarmed meanwhile. */
+	bool no_hmm;
+	unsigned becoming_writable;
 	bool pinned_stale; /* the program shrank the file since: pages went */
 	bool pinned_counted; /* in GAIA_STATS pinned_regions already */
 	bool pinned_refused[TSVT_MAX_DEVICES]; /* replica_failed[d] because d could not read it in place */

@@ -79,31 +79,66 @@ static bool mark_read_only_locked(struct gaia_mapping *m, uintptr_t lo, uintptr_
 	return true;
 }
 
-/* Before mprotect adds PROT_WRITE: ranges devices read through HMM are
- * left (their kernels waited for) and armed again, so that no write the
- * program makes once the protection changes goes unseen. */
-void mapping_before_writable(void *addr, size_t len)
+/* Waits for the kernels that may read [addr, addr+len) of mappings read
+ * through HMM (without the lock), then has them forgotten: for an mprotect
+ * that is about to add PROT_WRITE (the range armed again) or take
+ * PROT_READ off (never through HMM again). */
+static void leave_hmm(void *addr, size_t len, bool adding_write)
 {
 	mapping_lock_take();
 	bool any = false;
-	for (struct gaia_mapping *m = mappings; m && !any; m = m->next)
-		any = (m->unarmed || m->pinned_hmm) && overlaps(m, addr, len);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		if (!overlaps(m, addr, len))
+			continue;
+		if (adding_write && (m->tracked || m->unarmed))
+			m->becoming_writable++; /* can be written: not unarmed until it returns */
+		if (!adding_write && (m->flags & MAP_TYPE) == MAP_SHARED)
+			m->no_hmm = true; /* before its first launch too */
+		any |= m->pinned_hmm || (adding_write && m->unarmed);
+	}
 	mapping_lock_give();
 	if (!any)
 		return;
-	/* Kernels reading it through HMM end before the range is armed. */
 	unsigned held = gpu_mappings_quiesce ? gpu_mappings_quiesce(addr, len, true) : 0;
 	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		if (!(m->unarmed || m->pinned_hmm) || !overlaps(m, addr, len))
+		if (!overlaps(m, addr, len))
 			continue;
 		if (m->pinned_hmm && gpu_mapping_forget_locked)
 			gpu_mapping_forget_locked(m);
-		(void)mapping_rearm_locked(m);
+		if (adding_write)
+			(void)mapping_rearm_locked(m);
 	}
 	mapping_lock_give();
 	if (held)
 		gpu_mappings_quiesce_end(held);
+}
+
+/* Before mprotect adds PROT_WRITE: ranges devices read through HMM are
+ * left (their kernels waited for) and armed again, so that no write the
+ * program makes once the protection changes goes unseen; they are not
+ * unarmed again until mapping_writable_end. A mapping that can never be
+ * written (its file open read-only: never armed) is left alone, the
+ * mprotect fails. */
+void mapping_before_writable(void *addr, size_t len)
+{
+	leave_hmm(addr, len, true);
+}
+
+void mapping_writable_end(void *addr, size_t len, bool maybe_applied)
+{
+	if (maybe_applied)
+		mapping_made_writable(addr, len);
+	mapping_lock_take();
+	for (struct gaia_mapping *m = mappings; m; m = m->next)
+		if ((m->tracked || m->unarmed) && m->becoming_writable && overlaps(m, addr, len))
+			m->becoming_writable--;
+	mapping_lock_give();
+}
+
+void mapping_before_unreadable(void *addr, size_t len)
+{
+	leave_hmm(addr, len, false);
 }
 
 void mapping_made_writable(void *addr, size_t len)

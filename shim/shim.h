@@ -380,8 +380,14 @@ GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
  * once it runs fn: 0 or pthread_create's error (process.c). */
 GAIA_HIDDEN int gaia_thread_start(void *(*fn)(void *), void *arg);
 /* mprotect is about to give [addr, addr+len) PROT_WRITE: what devices read
- * through HMM there is armed for write tracking again. */
+ * through HMM there is armed for write tracking again. mprotect returned:
+ * mapping_writable_end (maybe_applied: it succeeded, or failed with ENOMEM
+ * part way, and the range is taken as writable). */
 GAIA_HIDDEN void mapping_before_writable(void *addr, size_t len);
+GAIA_HIDDEN void mapping_writable_end(void *addr, size_t len, bool maybe_applied);
+/* mprotect is about to take PROT_READ off [addr, addr+len): what devices
+ * read through HMM there is left (HMM follows the CPU's protection). */
+GAIA_HIDDEN void mapping_before_unreadable(void *addr, size_t len);
 /* mprotect gave [addr, addr+len) PROT_WRITE. */
 GAIA_HIDDEN void mapping_made_writable(void *addr, size_t len);
 /* mprotect(addr, len, prot) without PROT_WRITE over managed mappings: the

@@ -1549,6 +1549,24 @@ static void case_in_place_then_writable(void)
 	gather_and_check(m, fd, at, "after the CPU stored through the writable mapping");
 }
 
+/* The program takes PROT_READ off a region read in place between
+ * launches (mprotect PROT_NONE), then gives it back: kernels read the
+ * file's bytes all along (HMM follows the CPU's protection: such a region
+ * is no longer read through it; a registration or a replica keeps the
+ * bytes). */
+static void case_in_place_made_unreadable(void)
+{
+	static unsigned long long at[SPARSE_N];
+	int fd = make_sparse_file(at, 17);
+	unsigned char *m = map_file_prot(fd, SPARSE_BYTES, PROT_READ, MAP_SHARED);
+	gather_and_check(m, fd, at, "readable");
+	CHECK(mprotect(m, SPARSE_BYTES, PROT_NONE) == 0, "mprotect PROT_NONE: %s", strerror(errno));
+	gather_and_check(m, fd, at, "after mprotect PROT_NONE");
+	rewrite_places(fd, at, 4, 120);
+	CHECK(mprotect(m, SPARSE_BYTES, PROT_READ) == 0, "mprotect PROT_READ: %s", strerror(errno));
+	gather_and_check(m, fd, at, "readable again, after pwrite");
+}
+
 /* A region read in place is unmapped and another file is mapped at the
  * same address: kernels read the new file, in place again (the first
  * registration went with the mapping). */
@@ -1725,6 +1743,8 @@ int main(int argc, char **argv)
 		case_peer_readahead();
 	else if (!strcmp(c, "promote_after_free"))
 		case_promote_after_free();
+	else if (!strcmp(c, "in_place_made_unreadable"))
+		case_in_place_made_unreadable();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
 	else if (!strcmp(c, "demote_under_malloc"))
