@@ -88,9 +88,10 @@ static void leave_hmm(void *addr, size_t len, bool adding_write)
 	mapping_lock_take();
 	bool any = false;
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		if (!overlaps(m, addr, len))
+		/* Never armed (its file open read-only): the mprotect fails. */
+		if (!overlaps(m, addr, len) || (adding_write && !m->tracked && !m->unarmed))
 			continue;
-		if (adding_write && (m->tracked || m->unarmed))
+		if (adding_write)
 			m->becoming_writable++; /* can be written: not unarmed until it returns */
 		if (!adding_write && (m->flags & MAP_TYPE) == MAP_SHARED)
 			m->no_hmm = true; /* before its first launch too */
@@ -102,7 +103,7 @@ static void leave_hmm(void *addr, size_t len, bool adding_write)
 	unsigned held = gpu_mappings_quiesce ? gpu_mappings_quiesce(addr, len, true) : 0;
 	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
-		if (!overlaps(m, addr, len))
+		if (!overlaps(m, addr, len) || (adding_write && !m->tracked && !m->unarmed))
 			continue;
 		if (m->pinned_hmm && gpu_mapping_forget_locked)
 			gpu_mapping_forget_locked(m);
