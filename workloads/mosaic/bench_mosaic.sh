@@ -53,9 +53,12 @@ run_mode() {
 	local prog=$1 mode=$2 i line kv k v best= pre=() status=ok
 	local key=${label:-$prog}
 	shift 2
-	if [[ $mode == gaia ]]; then
-		rm -f "$out/$key.gaia.stats"
-		pre=(env "LD_PRELOAD=$shim" "GAIA_STATS=$out/$key.gaia.stats")
+	if [[ $mode == gaia* ]]; then
+		rm -f "$out/$key.$mode.stats"
+		pre=(env "LD_PRELOAD=$shim" "GAIA_STATS=$out/$key.$mode.stats")
+		# gaia-H: a device with HMM (the simulator's profile), regions
+		# read through it (GAIA_BACKING=host)
+		[[ $mode == gaia-H ]] && pre+=(SIMGPU_HMM=1 GAIA_BACKING=host)
 	fi
 	for ((i = 0; i < repeat; i++)); do
 		local extra=()
@@ -80,10 +83,11 @@ run_mode() {
 	if [[ $status == failed ]]; then
 		echo "  $key $mode: failed: $(tail -n 1 "$out/$key.$mode.err")"
 	fi
-	if [[ $mode == gaia && -f $out/$key.gaia.stats ]]; then
-		R[$key.gaia.merged_pages]=$(awk '$1 == "gaia:" && $2 == "merged_pages" { print $3 }' "$out/$key.gaia.stats")
-		R[$key.gaia.gaia_h2d_bytes]=$(awk '$1 == "gaia:" && $2 == "h2d_bytes" { print $3 }' "$out/$key.gaia.stats")
-		R[$key.gaia.pinned_regions]=$(awk '$1 == "gaia:" && $2 == "pinned_regions" { print $3 }' "$out/$key.gaia.stats")
+	if [[ $mode == gaia* && -f $out/$key.$mode.stats ]]; then
+		local st
+		for st in merged_pages h2d_bytes pinned_regions host_regions; do
+			R[$key.$mode.${st/#h2d_bytes/gaia_h2d_bytes}]=$(awk -v k="$st" '$1 == "gaia:" && $2 == k { print $3 }' "$out/$key.$mode.stats")
+		done
 	fi
 }
 
@@ -111,10 +115,10 @@ done
 # cannot run there)
 mem4x=$((db_mib / 4))
 echo "collage, device memory $mem4x MiB (the database is 4x that)"
-collage4x_modes=(managed gaia)
+collage4x_modes=(managed gaia gaia-H)
 label=collage4x
 for m in "${collage4x_modes[@]}"; do
-	SIMGPU_MEM_MB=$mem4x run_mode collage "$m" "$collage" run --db "$out/data/db" --input "$out/data/input.png" --mode "$m"
+	SIMGPU_MEM_MB=$mem4x run_mode collage "$m" "$collage" run --db "$out/data/db" --input "$out/data/input.png" --mode "${m%%-*}"
 done
 label=
 echo "stitch"
@@ -144,7 +148,7 @@ collage_table() {
 }
 collage_table collage "collage: $images tiny images ($(mib collage.cpu.db_bytes) MiB database), 1024x768 input = 768 tiles, $SIMGPU_MEM_MB MiB device" \
 	"$out/collage.csv" "${collage_modes[@]}"
-collage_table collage4x "collage, the same database on a $mem4x MiB device (4x its memory); gaia: $(val collage4x.gaia.pinned_regions) regions read in place" \
+collage_table collage4x "collage, the same database on a $mem4x MiB device (4x its memory); gaia: $(val collage4x.gaia.pinned_regions) regions read in place (registered); gaia-H (a device with HMM): $(val collage4x.gaia-H.host_regions) through HMM" \
 	"$out/collage4x.csv" "${collage4x_modes[@]}"
 echo "  read: bytes the program read from the files itself; to_gpu: bytes the simulated GPU"
 echo "  received over the bus (H2D copies + UVM migrations + kernels' loads from host memory, less"
@@ -227,6 +231,7 @@ frac() {
 echo "BENCH collage_db_fraction_read $(frac collage4x "$db_bytes") fraction (database 4x device memory)"
 echo "BENCH collage_bus_over_touched $(frac collage4x "$(val collage4x.gaia.touched_bytes)") ratio (database 4x device memory)"
 echo "BENCH collage_speedup_vs_managed $(ratio "$(val collage4x.managed.time_s)" "$(val collage4x.gaia.time_s)") x (database 4x device memory)"
+echo "BENCH collage_hmm_speedup_vs_managed $(ratio "$(val collage4x.managed.time_s)" "$(val collage4x.gaia-H.time_s)") x (database 4x device memory, regions read through HMM)"
 echo "BENCH collage_fit_db_fraction_read $(frac collage "$db_bytes") fraction (database fits)"
 echo "BENCH collage_fit_speedup_vs_managed $(ratio "$(val collage.managed.time_s)" "$(val collage.gaia.time_s)") x (database fits)"
 echo "BENCH collage_identical $ok_all bool"
