@@ -63,22 +63,25 @@ const char *gpu_pinned_probe(int dev)
 	return why;
 }
 
+/* Whether attribute a of dev is nonzero (and `usable`), asked once and
+ * kept in cache[dev] (0 not yet, 1 yes, -1 no). */
+static bool probed_attribute(int *cache, CUdevice_attribute a, int dev, bool usable)
+{
+	if (!cache[dev]) {
+		int v = 0;
+		cache[dev] = usable && drv.device_get_attribute && !attribute(a, dev, &v) && v ? 1 : -1;
+	}
+	return cache[dev] > 0;
+}
+
 const char *gpu_hmm_refused(int dev)
 {
-	static int hmm_probed[TSVT_MAX_DEVICES]; /* 0 not yet, 1 can, -1 cannot */
+	static int hmm_probed[TSVT_MAX_DEVICES];
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
 		return "no such device";
-	if (!hmm_probed[dev]) {
-		int pageable = 0;
-		hmm_probed[dev] = drv.device_get_attribute &&
-						  !attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev, &pageable) &&
-						  pageable
-					  ? 1
-					  : -1;
-	}
-	return hmm_probed[dev] > 0 ? NULL
-				   : "the device cannot reach the process's pageable memory (PAGEABLE_MEMORY_ACCESS "
-				     "is 0: no HMM)";
+	return probed_attribute(hmm_probed, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev, true)
+		       ? NULL
+		       : "the device cannot reach the process's pageable memory (PAGEABLE_MEMORY_ACCESS is 0: no HMM)";
 }
 
 const char *gpu_hmm_refused_somewhere(void)
@@ -99,20 +102,14 @@ const char *gpu_hmm_refused_somewhere(void)
 
 const char *gpu_paged_refused(int dev)
 {
-	static int paged_probed[TSVT_MAX_DEVICES]; /* 0 not yet, 1 can, -1 cannot */
+	static int paged_probed[TSVT_MAX_DEVICES];
 	if (dev < 0 || dev >= TSVT_MAX_DEVICES)
 		return "no such device";
-	if (!paged_probed[dev]) {
-		int concurrent = 0;
-		paged_probed[dev] = drv.device_get_attribute && drv.mem_alloc_managed &&
-						    !attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev, &concurrent) &&
-						    concurrent
-					    ? 1
-					    : -1;
-	}
-	return paged_probed[dev] > 0 ? NULL
-				     : "the device cannot have the CPU use managed memory while kernels run "
-				       "(CONCURRENT_MANAGED_ACCESS is 0), nor managed memory exceed it";
+	return probed_attribute(paged_probed, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, dev,
+				drv.mem_alloc_managed != NULL)
+		       ? NULL
+		       : "the device cannot have the CPU use managed memory while kernels run "
+			 "(CONCURRENT_MANAGED_ACCESS is 0), nor managed memory exceed it";
 }
 
 size_t gpu_device_free_bytes(void)

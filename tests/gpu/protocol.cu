@@ -1429,6 +1429,29 @@ static void case_paged_sparse(void)
 	last_map = NULL;
 }
 
+/* A writable file of `bytes` mapped shared, a kernel writing byte 0 of
+ * every page (a whole replica) and the CPU byte 1 of every third page, not
+ * yet synced; then a cudaMalloc of the device's free memory and 8 MiB
+ * more, which must succeed (the replica given up for it). */
+static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, size_t *asked)
+{
+	*fd = make_file(bytes, 0);
+	unsigned char *m = *map = map_file(*fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, PAGE, 0, 0x11);
+	for (size_t p = 0; p < bytes / PAGE; p += 3)
+		m[p * PAGE + 1] = 0x22; /* the CPU, on the kernel's pages */
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	size_t want = free_bytes + (8u << 20);
+	void *big = NULL;
+	cudaError_t e = cudaMalloc(&big, want);
+	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %s",
+	      want >> 20, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
+	if (asked)
+		*asked = want;
+	return big;
+}
+
 /* A program's cudaMalloc that finds the device full of a replica (a
  * 16 MiB writable file on a 64 MiB device, kernels' and the CPU's writes
  * on the same pages not yet synced): the replica is given up, what the
@@ -1437,18 +1460,10 @@ static void case_paged_sparse(void)
 static void case_demote_under_malloc(void)
 {
 	const size_t bytes = 16u << 20, pages = bytes / PAGE;
-	int fd = make_file(bytes, 0);
-	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
-	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* byte 0 of every page */
-	for (size_t p = 0; p < pages; p += 3)
-		m[p * PAGE + 1] = 0x22; /* the CPU, on the kernel's pages */
-	size_t free_bytes = 0, total = 0;
-	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-	size_t want = free_bytes + (8u << 20);
-	void *big = NULL;
-	cudaError_t e = cudaMalloc(&big, want);
-	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a 16 MiB replica to give up: %s",
-	      want >> 20, free_bytes >> 20, cudaGetErrorName(e));
+	int fd;
+	unsigned char *m;
+	size_t want;
+	void *big = malloc_over_a_replica(bytes, &fd, &m, &want);
 	CUDA_OK(cudaMemset(big, 0x5c, want));
 	CUDA_OK(cudaDeviceSynchronize());
 	for (size_t p = 0; p < pages; p++) {
@@ -1482,18 +1497,9 @@ static void case_demote_under_malloc(void)
 static void case_promote_after_free(void)
 {
 	const size_t bytes = 16u << 20, pages = bytes / PAGE;
-	int fd = make_file(bytes, 0);
-	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
-	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* byte 0 of every page: a whole replica */
-	for (size_t p = 0; p < pages; p += 3)
-		m[p * PAGE + 1] = 0x22;
-	size_t free_bytes = 0, total = 0;
-	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
-	size_t want = free_bytes + (8u << 20);
-	void *big = NULL;
-	cudaError_t e = cudaMalloc(&big, want);
-	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a 16 MiB replica to give up: %s",
-	      want >> 20, free_bytes >> 20, cudaGetErrorName(e));
+	int fd;
+	unsigned char *m;
+	void *big = malloc_over_a_replica(bytes, &fd, &m, NULL);
 	launch_write(m, 0, bytes, PAGE, 2, 0x33); /* paged on demand now */
 	for (size_t p = 1; p < pages; p += 3)
 		m[p * PAGE + 3] = 0x44;
