@@ -217,7 +217,7 @@ done
 # device's free memory (the cases map 256 MiB: on the simulator a 64 MiB
 # device; on a GPU auto gives such a file a replica).
 for c in in_place_sparse in_place_then_writable in_place_remapped in_place_truncated in_place_mremap_over \
-	kernel_writes_in_place; do
+	kernel_writes_in_place in_place_made_unreadable; do
 	for b in pinned auto; do
 		[[ $quick == 1 && $b == auto ]] && continue
 		# a GPU's free memory holds the file: auto gives it a replica,
@@ -240,6 +240,15 @@ done
 # A cudaMalloc of the device's free memory and 8 MiB more, a replica to
 # give up for it.
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc
+# ... and the replica back whole at the first sync after the cudaFree.
+run "protocol promote_after_free" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" promote_after_free
+# Random sequences against the model of the promise, in each mode the
+# device allows (read in place: a read-only mapping kernels only read).
+for b in vmm managed paged; do
+	[[ $quick == 1 && $b != vmm ]] && continue
+	run "protocol model" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" -- "$protocol" model
+done
+run "protocol model_ro" "shim pinned" exit "${shim_env[@]}" GAIA_BACKING=pinned SIMGPU_MEM_MB=64 -- "$protocol" model_ro
 for kb in 64 4096; do
 	[[ $quick == 1 && $kb == 4096 ]] && continue
 	run "protocol upload_chunks $kb KiB" "shim auto" exit "${shim_env[@]}" "GAIA_GPU_READAHEAD_KB=$kb" -- "$protocol" upload_chunks

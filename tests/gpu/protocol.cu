@@ -1670,6 +1670,177 @@ static void case_kernel_writes_in_place(void)
 	exit(0); /* the device's error is sticky: nothing more runs here */
 }
 
+/* --- random sequences against a model of the promise (DESIGN §1) ---
+ *
+ * One device, kernels on one stream. Per byte the model keeps the CPU's
+ * view (the file: CPU stores, pwrite) and what kernels wrote since the
+ * last sync. A kernel sees the CPU's view at its launch except where an
+ * earlier kernel of the epoch wrote (that write is ordered before it; a
+ * CPU store made meanwhile is concurrent, and the device, the higher
+ * owner, wins); a sync makes the kernels' writes the file's. Checked: what
+ * each kernel read (after the next sync), the mapping and the file after
+ * every sync, pread at any time (the CPU's view), and the whole file at
+ * the end. Read-only (ro): a PROT_READ mapping of a 40 MiB file kernels
+ * only read (read in place where the backing says so; the file changes
+ * by pwrite between epochs).
+ *
+ * GAIA_MODEL_SEEDS (3) and GAIA_MODEL_OPS (200) size a run;
+ * GAIA_MODEL_SEED=s replays one seed. */
+#define MODEL_HOT 48 /* pages the operations land on (and the next one) */
+#define MODEL_READS 64 /* bytes one reading kernel gathers */
+#define MODEL_PENDING 8
+
+/* A reading kernel's places (pinned host memory the kernel reads: a
+ * cudaMemcpy would be a sync) and its results (device memory). */
+struct model_read {
+	unsigned long long *at;
+	unsigned char *d_out;
+	unsigned char want[MODEL_READS];
+};
+
+static unsigned long long model_rand(unsigned long long *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+/* A run of up to 3 pages starting on a hot page (or just before one). */
+static void model_range(unsigned long long *x, size_t pages, size_t *at, size_t *n)
+{
+	size_t page = (size_t)(model_rand(x) % MODEL_HOT) * (pages / MODEL_HOT);
+	*at = page * PAGE + (size_t)(model_rand(x) % PAGE);
+	*n = 1 + (size_t)(model_rand(x) % (3 * PAGE));
+	if (*at + *n > pages * PAGE)
+		*n = pages * PAGE - *at;
+}
+
+static void model_seed(unsigned long long seed, unsigned ops, bool ro)
+{
+	const size_t bytes = ro ? 40u << 20 : 2u << 20, pages = bytes / PAGE;
+	unsigned long long x = seed * 0x9e3779b97f4a7c15ull + 1;
+	unsigned char *file = (unsigned char *)calloc(bytes, 1), *pend = (unsigned char *)calloc(bytes, 1);
+	unsigned char *pend_set = (unsigned char *)calloc(bytes, 1), *buf = (unsigned char *)malloc(3 * PAGE + 1);
+	CHECK(file && pend && pend_set && buf, "out of memory");
+	sparse_bytes = bytes;
+	static unsigned long long at_unused[SPARSE_N];
+	int fd = make_sparse_file(at_unused, 0);
+	CHECK(pread(fd, file, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	unsigned char *m = map_file_prot(fd, bytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED);
+	struct model_read reads[MODEL_PENDING];
+	for (unsigned i = 0; i < MODEL_PENDING; i++) {
+		CUDA_OK(cudaMallocHost((void **)&reads[i].at, sizeof(*reads[i].at) * MODEL_READS));
+		CUDA_OK(cudaMalloc((void **)&reads[i].d_out, MODEL_READS));
+	}
+	unsigned nreads = 0, writes = 0;
+	bool running = false;
+	for (unsigned op = 0; op < ops; op++) {
+		unsigned kind = (unsigned)(model_rand(&x) % 6);
+		if (ro && running && kind != 3)
+			kind = 4; /* nothing changes the file under a kernel reading it in place */
+		if (nreads == MODEL_PENDING)
+			kind = 4;
+		if (ro && (kind == 0 || kind == 2))
+			kind = 1;
+		size_t at, n;
+		model_range(&x, pages, &at, &n);
+		unsigned char v = (unsigned char)(writes++ % 255 + 1);
+		switch (kind) {
+		case 0: /* the CPU stores */
+			memset(m + at, v, n);
+			memset(file + at, v, n);
+			break;
+		case 1: /* pwrite */
+			memset(buf, v, n);
+			CHECK(pwrite(fd, buf, n, (off_t)at) == (ssize_t)n, "pwrite: %s", strerror(errno));
+			memset(file + at, v, n);
+			break;
+		case 2: /* a kernel writes */
+			launch_write(m, at, at + n, 1, 0, v);
+			memset(pend + at, v, n);
+			memset(pend_set + at, 1, n);
+			running = true;
+			break;
+		case 3: { /* a kernel reads at places */
+			struct model_read *r = &reads[nreads++];
+			for (unsigned i = 0; i < MODEL_READS; i++) {
+				size_t a, k;
+				model_range(&x, pages, &a, &k);
+				r->at[i] = a + k - 1;
+				r->want[i] = pend_set[r->at[i]] ? pend[r->at[i]] : file[r->at[i]];
+			}
+			SIMGPU_LAUNCH(gather_bytes, 1, MODEL_READS, 0, 0)(m, r->at, r->d_out, MODEL_READS);
+			CUDA_OK(cudaGetLastError());
+			running = true;
+			break;
+		}
+		case 4: /* sync, then everything is checked */
+			CUDA_OK(cudaDeviceSynchronize());
+			running = false;
+			for (size_t b = 0; b < bytes; b++)
+				if (pend_set[b])
+					file[b] = pend[b];
+			memset(pend_set, 0, bytes);
+			for (unsigned i = 0; i < nreads; i++) {
+				unsigned char got[MODEL_READS];
+				CUDA_OK(cudaMemcpy(got, reads[i].d_out, MODEL_READS, cudaMemcpyDeviceToHost));
+				for (unsigned j = 0; j < MODEL_READS; j++)
+					CHECK(got[j] == reads[i].want[j], "seed %llu op %u: a kernel read %u where the "
+					      "model says %u (read %u of %u since the last sync)", seed, op, got[j],
+					      reads[i].want[j], i, nreads);
+			}
+			nreads = 0;
+			for (size_t p = 0; p < MODEL_HOT; p++) {
+				size_t first = p * (pages / MODEL_HOT) * PAGE, len = 4 * PAGE;
+				if (first + len > bytes)
+					len = bytes - first;
+				for (size_t b = first; b < first + len; b++)
+					CHECK(m[b] == file[b], "seed %llu op %u: byte %zu is %u in the mapping, the model "
+					      "says %u", seed, op, b, m[b], file[b]);
+			}
+			break;
+		default: /* pread: the CPU's view, kernels running or not */
+			CHECK(pread(fd, buf, n, (off_t)at) == (ssize_t)n, "pread: %s", strerror(errno));
+			for (size_t b = 0; b < n; b++)
+				CHECK(buf[b] == file[at + b], "seed %llu op %u: pread of byte %zu gave %u, the model "
+				      "says %u", seed, op, at + b, buf[b], file[at + b]);
+		}
+	}
+	CUDA_OK(cudaDeviceSynchronize());
+	for (size_t b = 0; b < bytes; b++)
+		if (pend_set[b])
+			file[b] = pend[b];
+	for (unsigned i = 0; i < MODEL_PENDING; i++) {
+		CUDA_OK(cudaFreeHost(reads[i].at));
+		CUDA_OK(cudaFree(reads[i].d_out));
+	}
+	CHECK(munmap(m, bytes) == 0, "munmap: %s", strerror(errno));
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CHECK(got && pread(fd, got, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t b = 0; b < bytes; b++)
+		CHECK(got[b] == file[b], "seed %llu: after munmap the file has %u at %zu, the model says %u", seed,
+		      got[b], b, file[b]);
+	close(fd);
+	free(got);
+	free(file);
+	free(pend);
+	free(pend_set);
+	free(buf);
+	last_map = NULL;
+}
+
+static void case_model(bool ro)
+{
+	const char *one = getenv("GAIA_MODEL_SEED");
+	unsigned seeds = getenv("GAIA_MODEL_SEEDS") ? (unsigned)atoi(getenv("GAIA_MODEL_SEEDS")) : 3;
+	unsigned ops = getenv("GAIA_MODEL_OPS") ? (unsigned)atoi(getenv("GAIA_MODEL_OPS")) : 200;
+	if (one) {
+		model_seed(strtoull(one, NULL, 0), ops, ro);
+		return;
+	}
+	for (unsigned s = 1; s <= seeds; s++)
+		model_seed(s, ops, ro);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK(argc == 2, "usage: protocol CASE");
@@ -1749,6 +1920,10 @@ int main(int argc, char **argv)
 		case_peer_readahead();
 	else if (!strcmp(c, "promote_after_free"))
 		case_promote_after_free();
+	else if (!strcmp(c, "model"))
+		case_model(false);
+	else if (!strcmp(c, "model_ro"))
+		case_model(true);
 	else if (!strcmp(c, "in_place_made_unreadable"))
 		case_in_place_made_unreadable();
 	else if (!strcmp(c, "in_place_sparse"))
