@@ -133,6 +133,7 @@ enum hook_lib { DRV, RT };
 #define CUDA_MEM_HOOK_TABLE(X)                                                                                                              \
 	/* a program's allocation that finds no room: replicas make room */                                                                \
 	X(cuMemAlloc,                        3020,  0, cuMemAlloc_v2,                        DRV, PFN_cuMemAlloc_v3020)                      \
+	X(cuMemCreate,                       10020, 0, cuMemCreate,                          DRV, PFN_cuMemCreate_v10020)                    \
 	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
 	X(cuMemsetD8,                        7000,  1, cuMemsetD8_v2_ptds,                   DRV, PFN_cuMemsetD8_v7000_ptds)                 \
 	X(cuMemsetD8Async,                   3020,  0, cuMemsetD8Async,                      DRV, PFN_cuMemsetD8Async_v3020)                 \

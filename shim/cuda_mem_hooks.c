@@ -84,7 +84,9 @@ MEMSET_WIDTH(32, unsigned int, 4)
  * device memory: the replicas on the current device are given up, the
  * largest first, until as much is free (their regions page on demand from
  * their next launch: gpu_mappings_make_room), and the allocation is tried
- * again. Without the shim the memory would have been free. */
+ * again. Without the shim the memory would have been free. Other
+ * allocations (cuMemAllocPitch, cuMemAllocAsync and pools, arrays) are
+ * not watched. */
 GAIA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
 	__typeof__(&cuMemAlloc_v2) real = REAL_OF(cuMemAlloc_v2);
@@ -99,6 +101,24 @@ GAIA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	size_t freed = dev >= 0 ? gpu_mappings_make_room(dev, n) : 0;
 	gaia_in_shim--;
 	return freed ? real(p, n) : rc;
+}
+
+/* The same for cuMemCreate (the driver's virtual memory management: a
+ * program's own pools reach it): device memory on the device it names. */
+GAIA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+					 const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	__typeof__(&cuMemCreate) real = REAL_OF(cuMemCreate);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(handle, size, prop, flags);
+	if (rc != CUDA_ERROR_OUT_OF_MEMORY || gpu_hook_depth || !prop ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return rc;
+	gaia_in_shim++;
+	size_t freed = gpu_mappings_make_room(prop->location.id, size);
+	gaia_in_shim--;
+	return freed ? real(handle, size, prop, flags) : rc;
 }
 
 /* --- prefetch and advice --- */

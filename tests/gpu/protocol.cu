@@ -1429,12 +1429,15 @@ static void case_paged_sparse(void)
 	last_map = NULL;
 }
 
+static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
+
 /* A writable file of `bytes` mapped shared, a kernel writing byte 0 of
  * every page (a whole replica) and the CPU byte 1 of every third page, not
  * yet synced; then a cudaMalloc of the device's free memory and 8 MiB
  * more, which must succeed (the replica given up for it). */
 static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, size_t *asked)
 {
+	bool vmm = getenv("PROTOCOL_ALLOC") && !strcmp(getenv("PROTOCOL_ALLOC"), "cuMemCreate");
 	*fd = make_file(bytes, 0);
 	unsigned char *m = *map = map_file(*fd, bytes, MAP_SHARED);
 	launch_write(m, 0, bytes, PAGE, 0, 0x11);
@@ -1444,12 +1447,55 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
 	size_t want = free_bytes + (8u << 20);
 	void *big = NULL;
-	cudaError_t e = cudaMalloc(&big, want);
-	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %s",
-	      want >> 20, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
+	if (vmm) {
+		/* The driver's virtual memory management instead (a program's
+		 * own pool): a physical allocation, mapped and freed by the
+		 * case as cudaMalloc's would be. */
+		CUmemAllocationProp prop;
+		memset(&prop, 0, sizeof(prop));
+		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		prop.location.id = 0;
+		size_t gran = 0;
+		CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && gran,
+		      "cuMemGetAllocationGranularity");
+		want = (want + gran - 1) / gran * gran;
+		CUmemGenericAllocationHandle h;
+		CUresult r = cuMemCreate(&h, want, &prop, 0);
+		CHECK(r == CUDA_SUCCESS, "cuMemCreate of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %d",
+		      want >> 20, free_bytes >> 20, bytes >> 20, (int)r);
+		CUdeviceptr va;
+		CHECK(cuMemAddressReserve(&va, want, 0, 0, 0) == CUDA_SUCCESS, "cuMemAddressReserve");
+		CHECK(cuMemMap(va, want, 0, h, 0) == CUDA_SUCCESS, "cuMemMap");
+		CUmemAccessDesc acc;
+		memset(&acc, 0, sizeof(acc));
+		acc.location = prop.location;
+		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		CHECK(cuMemSetAccess(va, want, &acc, 1) == CUDA_SUCCESS, "cuMemSetAccess");
+		CHECK(cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease"); /* freed when unmapped */
+		big = (void *)(uintptr_t)va;
+		vmm_big = want;
+	} else {
+		cudaError_t e = cudaMalloc(&big, want);
+		CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %s",
+		      want >> 20, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
+	}
 	if (asked)
 		*asked = want;
 	return big;
+}
+
+/* Frees what malloc_over_a_replica took. */
+static void free_big(void *big)
+{
+	if (!vmm_big) {
+		CUDA_OK(cudaFree(big));
+		return;
+	}
+	CUdeviceptr va = (CUdeviceptr)(uintptr_t)big;
+	CHECK(cuMemUnmap(va, vmm_big) == CUDA_SUCCESS && cuMemAddressFree(va, vmm_big) == CUDA_SUCCESS,
+	      "cuMemUnmap, cuMemAddressFree");
+	vmm_big = 0;
 }
 
 /* A program's cudaMalloc that finds the device full of a replica (a
@@ -1485,7 +1531,7 @@ static void case_demote_under_malloc(void)
 		      pg[PAGE - 1]);
 	}
 	free(got);
-	CUDA_OK(cudaFree(big));
+	free_big(big);
 	last_map = NULL; /* paged now, whatever the backing asked for */
 }
 
@@ -1503,7 +1549,7 @@ static void case_promote_after_free(void)
 	launch_write(m, 0, bytes, PAGE, 2, 0x33); /* paged on demand now */
 	for (size_t p = 1; p < pages; p += 3)
 		m[p * PAGE + 3] = 0x44;
-	CUDA_OK(cudaFree(big));
+	free_big(big);
 	CUDA_OK(cudaDeviceSynchronize()); /* the room is back: the paged replica goes */
 	launch_write(m, 0, bytes, PAGE, 4, 0x55); /* a whole replica again */
 	for (size_t p = 2; p < pages; p += 3)
