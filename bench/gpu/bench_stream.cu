@@ -18,6 +18,8 @@
  *            memory is read in place, a smaller one gets a replica)
  *   gaia-M   (4x) the same with GAIA_BACKING=paged: a replica paged on
  *            demand, as a writable region that large gets
+ *   gaia-H   (4x) the same on a device with HMM (SIMGPU_HMM=1) and
+ *            GAIA_BACKING=host: the kernel reads the mapping through HMM
  *   gaia-R   the same with GAIA_BACKING=vmm (a replica, uploaded in chunks
  *            of GAIA_GPU_READAHEAD_KB through pinned staging), swept over
  *            that knob, where the file fits
@@ -168,8 +170,8 @@ static struct row run_row(const char *self, const char *lib, const char *file, u
 	snprintf(stats, sizeof(stats), "%s.stats", file);
 	unlink(stats);
 	if (!strncmp(mode, "gaia", 4))
-		n += snprintf(env + n, sizeof(env) - (size_t)n, "LD_PRELOAD=%s GAIA_BACKING=%s GAIA_STATS=%s ", lib,
-			      backing, stats);
+		n += snprintf(env + n, sizeof(env) - (size_t)n, "LD_PRELOAD=%s GAIA_BACKING=%s GAIA_STATS=%s %s", lib,
+			      backing, stats, strcmp(backing, "host") ? "" : "SIMGPU_HMM=1 ");
 	if (gpu_kb)
 		snprintf(env + n, sizeof(env) - (size_t)n, "GAIA_GPU_READAHEAD_KB=%d ", gpu_kb);
 	snprintf(cmd, sizeof(cmd), "%s%s --child %s %llu %s", env, self, file, (unsigned long long)bytes,
@@ -186,15 +188,16 @@ static struct row run_row(const char *self, const char *lib, const char *file, u
 	if (pclose(f) != 0)
 		r.ok = 0;
 	FILE *st = fopen(stats, "r");
-	unsigned long long pinned = 0, paged = 0, replicas = 0;
+	unsigned long long pinned = 0, paged = 0, replicas = 0, host = 0;
 	while (st && fgets(line, sizeof(line), st)) {
 		(void)sscanf(line, "gaia: pinned_regions %llu", &pinned);
+		(void)sscanf(line, "gaia: host_regions %llu", &host);
 		(void)sscanf(line, "gaia: paged_replicas %llu", &paged);
 		(void)sscanf(line, "gaia: device_replicas %llu", &replicas);
 	}
 	if (st) {
 		fclose(st);
-		r.how = pinned ? "Z" : paged ? "M" : replicas ? "R" : "?";
+		r.how = pinned ? "Z" : host ? "H" : paged ? "M" : replicas ? "R" : "?";
 	}
 	unlink(stats);
 	return r;
@@ -297,6 +300,9 @@ int main(int argc, char **argv)
 			 * writable region would be). */
 			struct row r = run_row(self, lib, file, bytes, device_mb, "gaia-M", "paged", 0);
 			all_ok &= print_row(c, sizes[s].name, "gaia-M", &r, 0, bytes, &sum_of[s]);
+			/* And read through HMM, on a device that has it. */
+			r = run_row(self, lib, file, bytes, device_mb, "gaia-H", "host", 0);
+			all_ok &= print_row(c, sizes[s].name, "gaia-H", &r, 0, bytes, &sum_of[s]);
 		}
 		if (s == 0) {
 			static const int sweep[] = {64, 256, 1024, 2048, 8192, 32768};
@@ -312,7 +318,8 @@ int main(int argc, char **argv)
 	       fit_copy > 0 && fit_gaia > 0 ? fit_copy / fit_gaia : 0);
 	printf("BENCH stream_4x_gaia_vs_managed %.3f x (file 4x device memory: managed ms over gaia ms)\n",
 	       big_managed > 0 && big_gaia > 0 ? big_managed / big_gaia : 0);
-	printf("how: gaia's mode for the file (R replica, Z read in place, M paged on demand; GAIA_STATS)\n");
+	printf("how: gaia's mode for the file (R replica, Z read in place, H through HMM, M paged on demand; "
+	       "GAIA_STATS)\n");
 	printf("bus_MiB: bytes that crossed the simulated bus to the device (copies, migrations, host access)\n");
 	printf("csv: %s\n", csv);
 	return all_ok ? 0 : 1;
