@@ -831,10 +831,24 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 
 /* --- launch --- */
 
+/* Whether v is an address of m's still mapped pages (a part the program
+ * unmapped may hold other memory now). */
+static bool live_at(const struct gaia_mapping *m, uint64_t v)
+{
+	if (v < m->start || v >= m->start + m->len)
+		return false;
+	uint64_t page = (v - m->start) / PG;
+	const struct range_set *live = &m->engine.live;
+	for (size_t i = 0; i < live->count; i++)
+		if (page >= live->items[i].first && page < live->items[i].end)
+			return true;
+	return false;
+}
+
 static bool points_into(const struct gaia_mapping *m, const uint64_t *values, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (values[i] >= m->start && values[i] < m->start + m->len)
+		if (live_at(m, values[i]))
 			return true;
 	return false;
 }
@@ -1050,6 +1064,7 @@ struct host_call {
 	bool all;
 	struct gpu_translation *out;
 	size_t nout, out_capacity;
+	bool out_full; /* a translation had no room: the launch is refused */
 	bool isolated;
 	uint64_t rebased_pages; /* rebased while kernels ran (GAIA_RUNNING_KERNELS=shared) */
 	int launch_dev;         /* a launch's device (it waits while a quiesce drains it), or -1 */
@@ -1174,6 +1189,22 @@ static void host_restart(void *ctx)
 	((struct host_call *)ctx)->nout = 0;
 }
 
+/* Pointers into m's still mapped pages become dptr's (m's first byte
+ * there): one translation per piece, none for a part the program
+ * unmapped, where other memory may be now. */
+static void translate_live(struct host_call *c, const struct gaia_mapping *m, uint64_t dptr)
+{
+	const struct range_set *live = &m->engine.live;
+	for (size_t i = 0; i < live->count; i++) {
+		if (c->nout == c->out_capacity) {
+			c->out_full = true;
+			return;
+		}
+		uint64_t from = live->items[i].first * PG, to = live->items[i].end * PG;
+		c->out[c->nout++] = (struct gpu_translation){m->start + from, m->start + to, dptr + from};
+	}
+}
+
 static void host_launched(void *ctx, void *region, int dev, int moved)
 {
 	struct host_call *c = ctx;
@@ -1181,8 +1212,8 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	struct cuda_replica *r = m->replicas[dev];
 	if (!r) {
 		/* Read in place: at the address the driver gave it there. */
-		if (m->pinned_dptr[dev] != m->start && c->nout < c->out_capacity)
-			c->out[c->nout++] = (struct gpu_translation){m->start, m->start + m->len, m->pinned_dptr[dev]};
+		if (m->pinned_dptr[dev] && m->pinned_dptr[dev] != m->start)
+			translate_live(c, m, m->pinned_dptr[dev]);
 		return;
 	}
 	if (moved)
@@ -1194,8 +1225,7 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	}
 	if (r->backing != GAIA_BACKING_MANAGED)
 		return;
-	if (c->nout < c->out_capacity)
-		c->out[c->nout++] = (struct gpu_translation){m->start, m->start + m->len, r->dptr};
+	translate_live(c, m, r->dptr);
 }
 
 static void host_released(void *ctx, void *region, int dev, int rc, int moved)
@@ -1291,6 +1321,13 @@ int gpu_mappings_launch(int dev, const uint64_t *values, size_t nvalues, bool al
 	struct lrc_host h = host_for(&c);
 	int failed = lrc_proto_launch(&h, &devices, dev);
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
+	if (!failed && c.out_full) {
+		/* Untranslated pointers would reach the host's pages, not the
+		 * replicas: refused rather than run on the wrong bytes. */
+		gaia_error("a launch on device %d reaches more pieces of regions in managed memory than one launch "
+			   "translates (%zu); it is refused", dev, out_capacity);
+		failed = -E2BIG;
+	}
 	return failed ? failed : (int)c.nout;
 }
 

@@ -1619,6 +1619,63 @@ static void case_in_place_made_unreadable(void)
 	gather_and_check(m, fd, at, "readable again, after pwrite");
 }
 
+/* The program unmaps the second half of a mapping kernels used and puts
+ * its own memory there (anonymous, registered with cudaHostRegister), or
+ * another file: a kernel given a pointer into that half reaches what the
+ * CPU sees there, not the first mapping's replica, and its stores land
+ * there. */
+static void case_partly_unmapped_reused(void)
+{
+	const size_t bytes = 1u << 20, half = bytes / 2;
+	int fd = make_file(bytes, 0xaa);
+	unsigned char *a = map_file(fd, bytes, MAP_SHARED), *d;
+	CUDA_OK(cudaMalloc((void **)&d, 4));
+	launch_copy(a, d, 1);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(munmap(a + half, half) == 0, "munmap: %s", strerror(errno));
+	unsigned char *q = (unsigned char *)mmap(a + half, half, PROT_READ | PROT_WRITE,
+						 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(q == a + half, "mmap at the freed half: %s", strerror(errno));
+	memset(q, 0xcc, half);
+	CUDA_OK(cudaHostRegister(q, half, cudaHostRegisterMapped));
+	unsigned char *dq;
+	CUDA_OK(cudaHostGetDevicePointer((void **)&dq, q, 0));
+	launch_copy(a, d, 1);
+	launch_copy(dq + 5, d + 1, 1);
+	launch_write(dq, 16, 32, 1, 0, 0x77);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char got[2];
+	CUDA_OK(cudaMemcpy(got, d, 2, cudaMemcpyDeviceToHost));
+	CHECK(got[0] == 0xaa && got[1] == 0xcc, "kernels read %#x from the mapping and %#x from the memory put "
+	      "where its second half was (want 0xaa 0xcc)", got[0], got[1]);
+	CHECK(q[16] == 0x77 && q[31] == 0x77 && q[15] == 0xcc, "a kernel's stores into that memory: %#x %#x %#x",
+	      q[15], q[16], q[31]);
+	CUDA_OK(cudaHostUnregister(q));
+	/* Another file there instead, read-only: kernels read its bytes.
+	 * Kept linked until the end (the simulator's HMM finds a file by
+	 * its path). */
+	char named[256];
+	snprintf(named, sizeof(named), "%s/gaia-gpu-protocol-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	int fd2 = mkstemp(named);
+	CHECK(fd2 >= 0, "mkstemp: %s", strerror(errno));
+	unsigned char *fill = (unsigned char *)malloc(half);
+	memset(fill, 0xbb, half);
+	CHECK(fill && pwrite(fd2, fill, half, 0) == (ssize_t)half, "pwrite: %s", strerror(errno));
+	free(fill);
+	void *b = mmap(a + half, half, PROT_READ, MAP_SHARED | MAP_FIXED, fd2, 0);
+	CHECK(b == (void *)(a + half), "mmap of another file at the freed half: %s", strerror(errno));
+	launch_copy(a + half + 7, d + 2, 1);
+	launch_copy(a + 3, d + 3, 1);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char got2[2];
+	CUDA_OK(cudaMemcpy(got2, d + 2, 2, cudaMemcpyDeviceToHost));
+	CHECK(got2[0] == 0xbb && got2[1] == 0xaa, "kernels read %#x from the file mapped where the second half was "
+	      "and %#x from the first half (want 0xbb 0xaa)", got2[0], got2[1]);
+	unlink(named);
+	CUDA_OK(cudaFree(d));
+	last_map = NULL; /* the first mapping is part of a region now */
+}
+
 /* A region read in place is unmapped and another file is mapped at the
  * same address: kernels read the new file, in place again (the first
  * registration went with the mapping). */
@@ -1970,6 +2027,8 @@ int main(int argc, char **argv)
 		case_model(false);
 	else if (!strcmp(c, "model_ro"))
 		case_model(true);
+	else if (!strcmp(c, "partly_unmapped_reused"))
+		case_partly_unmapped_reused();
 	else if (!strcmp(c, "in_place_made_unreadable"))
 		case_in_place_made_unreadable();
 	else if (!strcmp(c, "in_place_sparse"))
