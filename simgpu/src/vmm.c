@@ -93,7 +93,10 @@ static bool grow(void **v, size_t *cap, size_t n, size_t elem)
  * mapping of a file nothing executable comes from, or an anonymous
  * PROT_NONE reservation.  Anything else (code, heap, stacks, the device's
  * own windows) makes the reservation fail, as before. */
-static char maps_buf[1 << 20];
+/* Room for /proc/self/maps at the kernel's default vm.max_map_count
+ * (65530 lines of about 110 bytes): managed memory migrated page by page
+ * leaves a mapping per page here. Untouched pages of it cost nothing. */
+static char maps_buf[16 << 20];
 
 static bool file_is_code(const char *text, const char *path, size_t path_len)
 {

@@ -1676,6 +1676,27 @@ static void case_partly_unmapped_reused(void)
 	last_map = NULL; /* the first mapping is part of a region now */
 }
 
+/* A writable 40 MiB file paged on demand (on the 64 MiB device), written
+ * by a kernel at one byte in every two pages, then a read-only 40 MiB file
+ * read in place: the device's pages of the first (thousands of them,
+ * migrated one by one) do not keep it from reaching the second. */
+static void case_paged_then_in_place(void)
+{
+	const size_t bytes = 40u << 20;
+	int fd = make_file(bytes, 0);
+	unsigned char *w = map_file(fd, bytes, MAP_SHARED);
+	launch_write(w, 0, bytes, 8191, 0, 0x5a);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(w[0] == 0x5a && w[8191] == 0x5a && w[8190] == 0, "the kernel's bytes: %#x %#x %#x", w[0], w[8191],
+	      w[8190]);
+	static unsigned long long at[SPARSE_N];
+	sparse_bytes = bytes;
+	int fd2 = make_sparse_file(at, 23);
+	const unsigned char *m = map_file_prot(fd2, bytes, PROT_READ, MAP_SHARED);
+	gather_and_check(m, fd2, at, "a file read in place after another paged on demand");
+	last_map = NULL; /* a paged replica, whatever the backing */
+}
+
 /* A region read in place is unmapped and another file is mapped at the
  * same address: kernels read the new file, in place again (the first
  * registration went with the mapping). */
@@ -2027,6 +2048,8 @@ int main(int argc, char **argv)
 		case_model(false);
 	else if (!strcmp(c, "model_ro"))
 		case_model(true);
+	else if (!strcmp(c, "paged_then_in_place"))
+		case_paged_then_in_place();
 	else if (!strcmp(c, "partly_unmapped_reused"))
 		case_partly_unmapped_reused();
 	else if (!strcmp(c, "in_place_made_unreadable"))
