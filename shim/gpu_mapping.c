@@ -338,8 +338,15 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	}
 	if (m->pinned_dptr[dev])
 		return LRC_IN_PLACE;
-	if (m->replica_failed[dev])
+	if (m->replica_failed[dev]) {
+		if (m->forked && !m->fork_said) {
+			m->fork_said = true;
+			gaia_error("%s: a launch in this process (a fork child of the one that used the device with it) "
+				   "passes pointers into it: refused, since a CUDA context does not survive fork",
+				   m->path);
+		}
 		return m->replica_failed[dev];
+	}
 	char why[384];
 	if (m->pinned) {
 		/* Registered for every device (or read through HMM): a replica
@@ -825,6 +832,7 @@ void gpu_mapping_after_fork_locked(struct gaia_mapping *m)
 		m->replicas[d] = NULL;
 		m->exec.replica[d] = NULL;
 		m->replica_failed[d] = -ENODEV; /* the parent's device, not this process's */
+		m->forked = true;
 		device_exec_forget(&m->exec, d);
 	}
 }

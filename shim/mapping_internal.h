@@ -60,6 +60,9 @@ struct gaia_mapping {
 	 * returns), so the range is not unarmed meanwhile. */
 	bool no_hmm;
 	unsigned becoming_writable;
+	/* This process is a fork child of the one that had device copies of
+	 * the mapping (replica_failed -ENODEV); said once, at a launch. */
+	bool forked, fork_said;
 	bool pinned_stale; /* the program shrank the file since: pages went */
 	bool pinned_counted; /* in GAIA_STATS pinned_regions already */
 	bool pinned_refused[TSVT_MAX_DEVICES]; /* replica_failed[d] because d could not read it in place */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
@@ -1697,6 +1698,38 @@ static void case_paged_then_in_place(void)
 	last_map = NULL; /* a paged replica, whatever the backing */
 }
 
+/* A fork child of a process whose kernels used a mapping launches a
+ * kernel on it: refused (a CUDA context does not survive fork), with an
+ * error naming the mapping and the fork, not run on the parent's copies;
+ * the parent goes on. */
+static void case_fork_child_launch(void)
+{
+	const size_t bytes = 64 * 1024;
+	int fd = make_file(bytes, 0x42);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED), *d;
+	CUDA_OK(cudaMalloc((void **)&d, 1));
+	launch_copy(m, d, 1);
+	CUDA_OK(cudaDeviceSynchronize());
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		SIMGPU_LAUNCH(copy_bytes, 1, 1, 0, 0)(m, d, 1ull);
+		cudaError_t e = cudaGetLastError();
+		fprintf(stderr, "child launch: %s\n", cudaGetErrorName(e));
+		_exit(e != cudaSuccess ? 0 : 1);
+	}
+	int status = 0;
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's launch on the parent's mapping was not "
+	      "refused (status %#x)", status);
+	launch_write(m, 0, bytes, PAGE, 0, 0x43);
+	CUDA_OK(cudaDeviceSynchronize());
+	CHECK(m[0] == 0x43 && m[PAGE] == 0x43 && m[1] == 0x42, "the parent's kernel after the fork: %#x %#x %#x", m[0],
+	      m[PAGE], m[1]);
+	CUDA_OK(cudaFree(d));
+}
+
 /* A region read in place is unmapped and another file is mapped at the
  * same address: kernels read the new file, in place again (the first
  * registration went with the mapping). */
@@ -2050,6 +2083,8 @@ int main(int argc, char **argv)
 		case_model(true);
 	else if (!strcmp(c, "paged_then_in_place"))
 		case_paged_then_in_place();
+	else if (!strcmp(c, "fork_child_launch"))
+		case_fork_child_launch();
 	else if (!strcmp(c, "partly_unmapped_reused"))
 		case_partly_unmapped_reused();
 	else if (!strcmp(c, "in_place_made_unreadable"))
