@@ -1203,6 +1203,8 @@ static void host_restart(void *ctx)
 static void translate_live(struct host_call *c, const struct gaia_mapping *m, uint64_t dptr)
 {
 	const struct range_set *live = &m->engine.live;
+	if (!c->out)
+		return; /* an acquire without a launch: nothing to translate */
 	for (size_t i = 0; i < live->count; i++) {
 		if (c->nout == c->out_capacity) {
 			c->out_full = true;
