@@ -170,16 +170,22 @@ static void test_one_link_per_direction_shared_by_all_streams(void **)
     CU_OK(cuMemcpyHtoDAsync(d2, h2, n, s2));
     CU_OK(cuCtxSynchronize());
 
-    double t0 = now_ms();
-    CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
-    CU_OK(cuMemcpyHtoDAsync(d2, h2, n, s2));
-    CU_OK(cuCtxSynchronize());
-    double same = now_ms() - t0;
-    t0 = now_ms();
-    CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
-    CU_OK(cuMemcpyDtoHAsync(h2, d2, n, s2));
-    CU_OK(cuCtxSynchronize());
-    double opposite = now_ms() - t0;
+    /* Best of three each: a loaded machine only ever adds time. */
+    double same = 1e9, opposite = 1e9;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_ms();
+        CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
+        CU_OK(cuMemcpyHtoDAsync(d2, h2, n, s2));
+        CU_OK(cuCtxSynchronize());
+        double t = now_ms() - t0;
+        same = t < same ? t : same;
+        t0 = now_ms();
+        CU_OK(cuMemcpyHtoDAsync(d1, h1, n, s1));
+        CU_OK(cuMemcpyDtoHAsync(h2, d2, n, s2));
+        CU_OK(cuCtxSynchronize());
+        t = now_ms() - t0;
+        opposite = t < opposite ? t : opposite;
+    }
     printf("# two 16 MiB uploads: %.1f ms; an upload and a download: %.1f ms (one transfer: model %.1f)\n", same,
            opposite, modelled_ms(n, false));
     assert_int_equal(h2[0], 2);
