@@ -247,6 +247,55 @@ void mapping_place_done(struct placement *place, void *mapped)
 
 /* --- padding after placed mappings --- */
 
+/* The paddings, for the mmap hook to look at without the mapping lock: a
+ * driver's fixed mappings in its own reservations (the simulator's, while
+ * it holds a lock of its own that the shim's calls into it wait for
+ * under the mapping lock) never land on one, and must not wait for the
+ * mapping lock. Written under the mapping lock; more paddings than slots
+ * make every fixed mapping look (take the lock). */
+#define PAD_SLOTS 128
+static uintptr_t pad_slot_start[PAD_SLOTS], pad_slot_end[PAD_SLOTS];
+static unsigned pads_unslotted;
+
+static void pad_noted(uintptr_t start, size_t len)
+{
+	for (int i = 0; i < PAD_SLOTS; i++) {
+		if (!__atomic_load_n(&pad_slot_end[i], __ATOMIC_RELAXED)) {
+			__atomic_store_n(&pad_slot_start[i], start, __ATOMIC_RELAXED);
+			__atomic_store_n(&pad_slot_end[i], start + len, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	__atomic_add_fetch(&pads_unslotted, 1, __ATOMIC_RELEASE);
+}
+
+void mapping_padding_gone(uintptr_t start, size_t len)
+{
+	for (int i = 0; i < PAD_SLOTS; i++) {
+		if (__atomic_load_n(&pad_slot_end[i], __ATOMIC_RELAXED) == start + len &&
+		    __atomic_load_n(&pad_slot_start[i], __ATOMIC_RELAXED) == start) {
+			__atomic_store_n(&pad_slot_end[i], 0, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	__atomic_sub_fetch(&pads_unslotted, 1, __ATOMIC_RELEASE);
+}
+
+bool mapping_padding_near(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, b = a + len;
+	if (__atomic_load_n(&pads_unslotted, __ATOMIC_ACQUIRE))
+		return true;
+	for (int i = 0; i < PAD_SLOTS; i++) {
+		uintptr_t end = __atomic_load_n(&pad_slot_end[i], __ATOMIC_ACQUIRE);
+		uintptr_t start = __atomic_load_n(&pad_slot_start[i], __ATOMIC_RELAXED);
+		/* A slot changing meanwhile counts as near: the lock decides. */
+		if (end && (end != __atomic_load_n(&pad_slot_end[i], __ATOMIC_ACQUIRE) || (a < end && b > start)))
+			return true;
+	}
+	return false;
+}
+
 void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 {
 	mapping_lock_take();
@@ -254,6 +303,7 @@ void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 		if (m->start == (uintptr_t)addr) {
 			m->pad_start = pad_start;
 			m->pad_len = pad_len;
+			pad_noted(pad_start, pad_len);
 			pad_len = 0;
 			break;
 		}
@@ -266,10 +316,13 @@ void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 void mapping_release_padding(const void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, b = a + len;
+	if (!mapping_padding_near(addr, len))
+		return; /* no lock: a driver may call this holding its own */
 	mapping_lock_take();
 	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		if (m->pad_len && a < m->pad_start + m->pad_len && b > m->pad_start) {
 			REAL(munmap)((void *)m->pad_start, m->pad_len);
+			mapping_padding_gone(m->pad_start, m->pad_len);
 			m->pad_len = 0;
 		}
 	}

@@ -579,8 +579,10 @@ int gpu_vmm_create(struct gaia_mapping *m, struct cuda_replica *r, int dev)
 					     span_start, span_len, reserve_len);
 	gaia_tsan_ignore_end();
 	bool taken = mapping_steer_end();
-	if (taken || !rc)
+	if ((taken || !rc) && m->pad_len) {
+		mapping_padding_gone(m->pad_start, m->pad_len);
 		m->pad_len = 0; /* the driver's reservation is where the padding was */
+	}
 	if (rc && !taken) {
 		/* Still the shim's placeholders: the padding stays one. */
 		if (below)

@@ -227,8 +227,10 @@ static void destroy_mapping_locked(struct gaia_mapping *m)
 	free(m->outside_changes);
 	free(m->read_only);
 	free(m->unreadable);
-	if (m->pad_len)
+	if (m->pad_len) {
 		REAL(munmap)((void *)m->pad_start, m->pad_len);
+		mapping_padding_gone(m->pad_start, m->pad_len);
+	}
 	shared_file_put(m->shared);
 	page_sums_free(m->sums);
 	gaia_fd_release(m->fd);

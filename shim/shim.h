@@ -284,6 +284,10 @@ GAIA_HIDDEN void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pa
 /* The program is about to map, unmap or move [addr, addr+len): padding
  * of the shim's there is given up first. */
 GAIA_HIDDEN void mapping_release_padding(const void *addr, size_t len);
+/* Whether [addr, addr+len) may overlap a padding (no lock taken; true
+ * when unsure), and, under the mapping lock, that a padding went. */
+GAIA_HIDDEN bool mapping_padding_near(const void *addr, size_t len);
+GAIA_HIDDEN void mapping_padding_gone(uintptr_t start, size_t len);
 GAIA_HIDDEN void mapping_describe_caller(void *caller, char *buf, size_t size);
 
 /* --- managed mappings (mapping.c) --- */
