@@ -90,6 +90,16 @@ static void test_pageable_and_pinned_copies_take_the_modelled_time(void **)
                      modelled_ns(n, true) + modelled_ns(n, false));
     assert_int_equal(s1.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY] - s0.bus_ns[SIMGPU_BUS_DTOH][SIMGPU_BUS_COPY],
                      modelled_ns(n, true));
+    /* Best of four for the timings: a loaded machine only adds time. */
+    for (int i = 0; i < 3 && gbps(); i++) {
+        double a = now_ms();
+        CU_OK(cuMemcpyHtoD(d, pageable, n));
+        double b = now_ms();
+        CU_OK(cuMemcpyHtoD(d, pinned, n));
+        double c = now_ms();
+        page_ms = b - a < page_ms ? b - a : page_ms;
+        pin_ms = c - b < pin_ms ? c - b : pin_ms;
+    }
     if (gbps()) {
         /* never faster than the link; pageable at half the pinned rate */
         assert_true(page_ms >= modelled_ms(n, true));
@@ -291,8 +301,18 @@ static void test_the_knobs_set_the_copy_time(void **)
 {
     if (!gbps())
         skip();     /* run once, with the bus on */
-    double at1 = run_child("1", "0"), at2 = run_child("2", "0");
-    double lat = run_child("2", "20000"), off = run_child("0", "10");
+    /* Best of three each: a loaded machine only adds time. */
+    double at1 = 1e9, at2 = 1e9, lat = 1e9, off = 1e9;
+    for (int i = 0; i < 3; i++) {
+        double t = run_child("1", "0");
+        at1 = t < at1 ? t : at1;
+        t = run_child("2", "0");
+        at2 = t < at2 ? t : at2;
+        t = run_child("2", "20000");
+        lat = t < lat ? t : lat;
+        t = run_child("0", "10");
+        off = t < off ? t : off;
+    }
     printf("# 16 MiB pinned upload: 1 GB/s %.1f ms, 2 GB/s %.1f ms, 2 GB/s + 20 ms latency %.1f ms, bus off %.1f ms\n",
            at1, at2, lat, off);
     /* never faster than the model */
