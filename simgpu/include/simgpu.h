@@ -44,6 +44,7 @@ struct simgpu_stats {
     uint64_t uvm_evicted_bytes;            /* bytes those evictions moved back to the host */
     uint64_t uvm_device_resident_bytes;    /* gauge: managed bytes resident on the device now */
     uint64_t uvm_remote_bytes;             /* managed bytes kernels reached on the host without migrating (advice) */
+    uint64_t uvm_device_faults;            /* of uvm_faults, those of kernels (what CUPTI reports as GPU page faults) */
 };
 
 enum simgpu_bus_dir { SIMGPU_BUS_HTOD = 0, SIMGPU_BUS_DTOH = 1 };
@@ -57,6 +58,24 @@ enum simgpu_bus_kind {
 /* Copy device `device`'s counters into *out.  Returns 0, -EINVAL for a bad
  * device or NULL out, -ENODEV before cuInit has started the devices. */
 int simgpu_stats_get(int device, struct simgpu_stats *out);
+
+/* The device's managed-memory faults, one record per faulting 64 KiB block
+ * that migrated to the device: what CUPTI's unified-memory GPU_PAGE_FAULT
+ * counter reports on a real GPU (the simulator's libcupti.so reads them
+ * here).  Recorded only while enabled, in a ring of 8192 per device. */
+struct simgpu_fault {
+    uint64_t address;           /* first byte of the faulting block */
+    uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC: the fault was serviced in between */
+    uint32_t access;            /* 1 read, 2 write */
+    uint32_t device;
+};
+/* Start (on != 0) or stop recording on every device. -ENODEV before cuInit. */
+int simgpu_fault_log_enable(int on);
+/* Copies up to max records of `device` from *cursor (0 at first; advanced
+ * past what was returned) into out; *dropped grows by the records the ring
+ * overwrote before they were read.  Returns the count or -errno. */
+int simgpu_fault_log_read(int device, uint64_t *cursor, struct simgpu_fault *out, unsigned max,
+                          uint64_t *dropped);
 
 /* ---- kernel registry (filled by SIMGPU_KERNEL, see simgpu_kernel.h) ---- */
 

@@ -295,6 +295,10 @@ void sim_uvm_start_device(struct sim_device *d);   /* in the device process */
 /* Device process: a fault at addr; true if it was a managed block (now
  * migrated to the device, the access may retry). */
 bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *ucontext);
+/* The device fault log read by the profiling interface (simgpu_fault_log_*). */
+void sim_uvm_fault_log_enable(struct sim_device *d, bool on);
+unsigned sim_uvm_fault_log_read(struct sim_device *d, uint64_t *cursor, struct simgpu_fault *out,
+                                unsigned max, uint64_t *dropped);
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY. */
 enum { SIM_ADVISE_READ_MOSTLY = 1, SIM_ADVISE_PREFER_HOST = 2, SIM_ADVISE_PREFER_DEVICE = 4,
        SIM_ADVISE_ACCESSED_BY = 8 };

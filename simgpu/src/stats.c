@@ -33,6 +33,29 @@ int simgpu_stats_get(int device, struct simgpu_stats *out)
     return 0;
 }
 
+__attribute__((visibility("default")))
+int simgpu_fault_log_enable(int on)
+{
+    if (!__atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE))
+        return -ENODEV;
+    for (int i = 0; i < sim.ndevices; i++)
+        sim_uvm_fault_log_enable(&sim.dev[i], on != 0);
+    return 0;
+}
+
+__attribute__((visibility("default")))
+int simgpu_fault_log_read(int device, uint64_t *cursor, struct simgpu_fault *out, unsigned max,
+                          uint64_t *dropped)
+{
+    if (!cursor || !out || !dropped || device < 0)
+        return -EINVAL;
+    if (!__atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE))
+        return -ENODEV;
+    if (device >= sim.ndevices)
+        return -EINVAL;
+    return (int)sim_uvm_fault_log_read(&sim.dev[device], cursor, out, max, dropped);
+}
+
 void sim_stats_atexit(void)
 {
     for (int i = 0; i < sim.ndevices; i++) {

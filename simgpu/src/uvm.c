@@ -60,8 +60,22 @@ struct uvm_queue {      /* requests served by one side's service thread */
     struct uvm_req req[UVM_SLOTS];
 };
 
+/* One device fault, as the fault log keeps it for the profiling interface
+ * (cupti/: CUPTI's unified-memory GPU_PAGE_FAULT records).  seq is
+ * written last: a reader takes a slot whose seq names it. */
+struct fault_rec {
+    uint64_t seq;           /* index + 1 once the record is complete */
+    uint64_t addr, start_ns, end_ns;
+    uint32_t access;        /* 1 read, 2 write (CUPTI's access types) */
+    uint32_t pad;
+};
+#define FAULT_LOG_SLOTS 8192u
+
 struct sim_uvm {
     uint64_t nblocks;
+    uint32_t fault_log_on;          /* host: record device faults in fault_log */
+    uint64_t fault_next;            /* records handed out so far */
+    struct fault_rec fault_log[FAULT_LOG_SLOTS];
     struct uvm_queue to_side[2];    /* [SIDE_HOST]: served in the host */
     uint64_t device_allocated;      /* host: device memory taken by cuMemAlloc/cuMemCreate */
     uint64_t resident_blocks;       /* device: blocks with a copy on the device */
@@ -326,6 +340,24 @@ static enum simgpu_bus_dir inbound(void)
     return my_side == SIDE_DEVICE ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH;
 }
 
+/* Device: a fault that migrated block b, for the profiling interface.
+ * Async-signal-safe (atomics and clock_gettime). */
+static void log_fault(struct sim_device *d, uint64_t b, bool write, uint64_t start_ns)
+{
+    struct sim_uvm *u = d->uvm;
+    if (!__atomic_load_n(&u->fault_log_on, __ATOMIC_RELAXED))
+        return;
+    uint64_t i = __atomic_fetch_add(&u->fault_next, 1, __ATOMIC_RELAXED);
+    struct fault_rec *r = &u->fault_log[i % FAULT_LOG_SLOTS];
+    /* each field a release store: none is seen before seq's 0 */
+    __atomic_store_n(&r->seq, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->addr, (uint64_t)(uintptr_t)block_addr(d, b), __ATOMIC_RELEASE);
+    __atomic_store_n(&r->start_ns, start_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->end_ns, clock_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&r->access, write ? 2u : 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->seq, i + 1, __ATOMIC_RELEASE);
+}
+
 /* Make block b resident on this side: exclusively for a write, as a
  * read-only duplicate for a read of a read-mostly block.  The block's bytes
  * cross the link: a fault waits for its own transfer; a bulk migration adds
@@ -365,6 +397,7 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, ui
         if (!got)
             continue;   /* the other side had already let go: retry */
         uint8_t handed = duplicate ? SHARED | BUSY : my_side | BUSY;
+        uint64_t fault_start = fault ? clock_ns() : 0;
         if (fault)
             pay_fault_cost(d);
         set_on_device(d, b, true);
@@ -376,12 +409,63 @@ static bool acquire(struct sim_device *d, uint64_t b, bool fault, bool write, ui
         __atomic_store_n(st, (uint8_t)(handed & ~BUSY), __ATOMIC_RELEASE);
         if (fault)
             __atomic_fetch_add(&d->sh->stats.uvm_faults, 1, __ATOMIC_RELAXED);
+        if (fault && my_side == SIDE_DEVICE) {
+            __atomic_fetch_add(&d->sh->stats.uvm_device_faults, 1, __ATOMIC_RELAXED);
+            log_fault(d, b, write, fault_start);
+        }
         if (copy)
             __atomic_fetch_add(&d->sh->stats.uvm_migrated_bytes, SIM_UVM_BLOCK, __ATOMIC_RELAXED);
         break;
     }
     errno = saved_errno;
     return ok;
+}
+
+void sim_uvm_fault_log_enable(struct sim_device *d, bool on)
+{
+    if (d->uvm)
+        __atomic_store_n(&d->uvm->fault_log_on, on ? 1u : 0u, __ATOMIC_RELEASE);
+}
+
+unsigned sim_uvm_fault_log_read(struct sim_device *d, uint64_t *cursor, struct simgpu_fault *out,
+                                unsigned max, uint64_t *dropped)
+{
+    struct sim_uvm *u = d->uvm;
+    unsigned n = 0;
+    if (!u)
+        return 0;
+    uint64_t end = __atomic_load_n(&u->fault_next, __ATOMIC_ACQUIRE);
+    if (end - *cursor > FAULT_LOG_SLOTS) {
+        /* overwritten before anyone read them */
+        *dropped += end - FAULT_LOG_SLOTS - *cursor;
+        *cursor = end - FAULT_LOG_SLOTS;
+    }
+    while (n < max && *cursor < end) {
+        struct fault_rec *r = &u->fault_log[*cursor % FAULT_LOG_SLOTS];
+        uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+        if (seq != *cursor + 1) {
+            if (seq > *cursor + 1) {        /* lapped while we read */
+                (*dropped)++;
+                (*cursor)++;
+                continue;
+            }
+            break;                          /* still being written */
+        }
+        /* acquire loads: a field of a newer record makes the check
+         * below see that record's seq (0 or another index) */
+        struct simgpu_fault f = {
+            .address = __atomic_load_n(&r->addr, __ATOMIC_ACQUIRE),
+            .start_ns = __atomic_load_n(&r->start_ns, __ATOMIC_ACQUIRE),
+            .end_ns = __atomic_load_n(&r->end_ns, __ATOMIC_ACQUIRE),
+            .access = __atomic_load_n(&r->access, __ATOMIC_ACQUIRE),
+            .device = (uint32_t)d->ordinal,
+        };
+        if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != seq)
+            continue;                       /* rewritten under us: read it again */
+        out[n++] = f;
+        (*cursor)++;
+    }
+    return n;
 }
 
 /* Serve one request on this side; false if it must wait (block BUSY). */

@@ -59,6 +59,7 @@ int main()
                  (unsigned long long)(s2.uvm_faults - s1.uvm_faults),
                  (unsigned long long)(s2.uvm_migrated_bytes - s1.uvm_migrated_bytes));
     CHECK(s2.uvm_faults - s1.uvm_faults == NB);
+    CHECK(s2.uvm_device_faults - s1.uvm_device_faults == NB);
     CHECK(s2.uvm_migrated_bytes - s1.uvm_migrated_bytes == (uint64_t)NB * BLOCK);
 
     /* 3. the host reads them back: one host fault per block */
@@ -66,6 +67,7 @@ int main()
         CHECK(p[i] == (int)i + 1);
     simgpu_stats s3 = stats();
     CHECK(s3.uvm_faults - s2.uvm_faults == NB);
+    CHECK(s3.uvm_device_faults == s2.uvm_device_faults);    /* the host's faults are not the device's */
     CHECK(s3.uvm_migrated_bytes - s2.uvm_migrated_bytes == (uint64_t)NB * BLOCK);
 
     /* 4. prefetch moves blocks in bulk, without faults */
