@@ -57,3 +57,21 @@ uint32_t readahead_on_access(struct readahead *ra, uint64_t page, uint64_t total
 	ra->next_page = page + len;
 	return (uint32_t)len;
 }
+
+uint32_t readahead_adapt(uint32_t window, uint64_t used, bool runs_on, uint32_t min_pages, uint32_t max_pages)
+{
+	if (min_pages < 1)
+		min_pages = 1;
+	if (max_pages < min_pages)
+		max_pages = min_pages;
+	uint64_t next = window;
+	if (used >= window && runs_on)
+		next = (uint64_t)window * 2;
+	else if (used * 2 < window || (used < window && !runs_on))
+		next = window / 2;
+	if (next < min_pages)
+		next = min_pages;
+	if (next > max_pages)
+		next = max_pages;
+	return (uint32_t)next;
+}

@@ -21,6 +21,7 @@
 #ifndef GAIA_READAHEAD_H
 #define GAIA_READAHEAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct readahead {
@@ -44,5 +45,15 @@ void readahead_init(struct readahead *ra, uint32_t initial_kb, uint32_t max_kb);
  * A page at or past total_pages returns 0 and leaves the state alone. */
 uint32_t readahead_on_access(struct readahead *ra, uint64_t page, uint64_t total_pages,
 			     uint64_t *first);
+
+/* A device's prefetch window over a learned set (a region paged on demand:
+ * the pages kernels faulted on): after a window of `window` pages of which
+ * `used` were in the set, the next window. Doubled when every page was and
+ * the set runs on past the window (`runs_on`: sequential); halved when
+ * fewer than half were, or when some were not and the set ends inside the
+ * window (either way the rest was fetched for nothing); kept otherwise (a
+ * full window over an isolated hot spot, a run with a gap); always within
+ * [min_pages, max_pages] (min_pages >= 1). */
+uint32_t readahead_adapt(uint32_t window, uint64_t used, bool runs_on, uint32_t min_pages, uint32_t max_pages);
 
 #endif

@@ -200,6 +200,35 @@ static void test_random_accesses_keep_window_invariants(void **state)
 	assert_true(ra.sequential_hits + ra.random_misses == calls);
 }
 
+/* The device window over a learned set: doubles when the set filled it and
+ * runs on past it, halves when it filled less than half or ended inside
+ * it, keeps its size otherwise (a full window the set does not run past, a
+ * run with a gap), and never leaves [min, max]. */
+static void test_adapt_follows_how_much_of_the_window_was_used(void **state)
+{
+	(void)state;
+	assert_int_equal(readahead_adapt(16, 16, true, 16, 16384), 32);
+	assert_int_equal(readahead_adapt(16, 16, false, 16, 16384), 16); /* an isolated spot */
+	assert_int_equal(readahead_adapt(16, 40, true, 16, 16384), 32);  /* more than asked: still full */
+	assert_int_equal(readahead_adapt(64, 63, true, 16, 16384), 64);  /* a page short: kept */
+	assert_int_equal(readahead_adapt(64, 32, true, 16, 16384), 64);  /* exactly half: kept */
+	assert_int_equal(readahead_adapt(64, 31, true, 16, 16384), 32);
+	assert_int_equal(readahead_adapt(64, 0, false, 16, 16384), 32);
+	assert_int_equal(readahead_adapt(64, 32, false, 16, 16384), 32); /* the set ended inside */
+	assert_int_equal(readahead_adapt(64, 63, false, 16, 16384), 32);
+	assert_int_equal(readahead_adapt(16, 0, false, 16, 16384), 16);  /* floor */
+	assert_int_equal(readahead_adapt(16384, 16384, true, 16, 16384), 16384); /* ceiling */
+	assert_int_equal(readahead_adapt(100, 100, true, 16, 150), 150);
+	assert_int_equal(readahead_adapt(4, 0, false, 0, 0), 1);         /* min raised to one page */
+	uint32_t w = 16;
+	for (int i = 0; i < 20; i++)
+		w = readahead_adapt(w, w, true, 16, 16384);
+	assert_int_equal(w, 16384);
+	for (int i = 0; i < 20; i++)
+		w = readahead_adapt(w, 1, true, 16, 16384);
+	assert_int_equal(w, 16);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_reaccess_inside_last_window_does_not_shrink),
 		cmocka_unit_test(test_window_stops_at_total_pages),
 		cmocka_unit_test(test_random_accesses_keep_window_invariants),
+		cmocka_unit_test(test_adapt_follows_how_much_of_the_window_was_used),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
