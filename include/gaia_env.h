@@ -42,7 +42,18 @@
 	    "others halve it")                                                          \
 	INT(GPU_READAHEAD_KB, gpu_readahead_kb, 2048, 64, 1048576,                      \
 	    "the size of an upload's chunks, in KiB: each crosses the bus from one of " \
-	    "two pinned staging buffers while the CPU fills the other")                 \
+	    "two pinned staging buffers while the CPU fills the other; for a region "   \
+	    "paged on demand, also the first window prefetched over what kernels "     \
+	    "faulted on (GAIA_GPU_FAULTS): doubled after a window the learned set "     \
+	    "fills and runs past, halved after one it fills less than half or ends "    \
+	    "inside, from 64 KiB to 64 MiB")                                            \
+	ENUM(GPU_FAULTS, gpu_faults, CUPTI,                                             \
+	     "where the shim learns what kernels fault on in regions paged on demand, " \
+	     "to prefetch those parts before the next launch: cupti = CUPTI's "         \
+	     "unified-memory GPU_PAGE_FAULT records, read at each sync that leaves "    \
+	     "the device idle; off = nowhere "                                          \
+	     "(CUPTI left alone, for a profiler such as nsys or ncu): such regions "    \
+	     "page on faults alone")                                                    \
 	STR(PATHS, paths, "", "':'-separated fnmatch globs, a leading '!' excludes",    \
 	    check_paths,                                                                \
 	    "which files to manage: the first glob matching the path decides; a path "  \
@@ -90,6 +101,7 @@
 #define GAIA_ENV_WORDS_BACKING(W)                                                       \
 	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")  \
 	W(BACKING, PINNED, "pinned") W(BACKING, PAGED, "paged") W(BACKING, HOST, "host")
+#define GAIA_ENV_WORDS_GPU_FAULTS(W) W(GPU_FAULTS, CUPTI, "cupti") W(GPU_FAULTS, OFF, "off")
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")

@@ -50,10 +50,39 @@ struct cuda_replica {
 	CUdeviceptr rebase_cpu;
 	uint64_t rebase_pages;
 	bool dirty_since_prefetch;
+	/* paged: what kernels faulted on (GAIA_GPU_FAULTS), per
+	 * CUDA_FAULT_UNIT the learning round of its latest fault (0: never);
+	 * prefetch_due: some of it may have left the device since its last
+	 * prefetch (a kernel faulted in the replica, the host wrote it, a
+	 * sync compared it on the host); window_pages: the next prefetch
+	 * window, whole units (GAIA_GPU_READAHEAD_KB to start,
+	 * readahead_adapt after) */
+	uint32_t *learned;
+	size_t learned_units;
+	bool prefetch_due;
+	uint32_t window_pages;
 	CUcontext ctx; /* the context that made it: its device work runs there */
 };
 
 GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
+
+/* What a fault record names: the unit of a paged replica's learned set. */
+#define CUDA_FAULT_UNIT (64u << 10)
+/* A round is one full release at which kernels had faulted (counted from
+ * 1); a paged replica's set is the units faulted on in its last
+ * CUDA_LEARNED_ROUNDS rounds: a working set that stops faulting (being
+ * prefetched) stays, one the kernels left ages out as they fault
+ * elsewhere. */
+#define CUDA_LEARNED_ROUNDS 4u
+/* A paged replica learns the faults among addrs[0..n) (ascending) that
+ * fall in it, in `round`; returns how many of its units are new to it.
+ * Any fault in it makes its next prefetch due. */
+GAIA_HIDDEN size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *addrs, size_t n, uint32_t round);
+/* Before a launch: a paged replica's set (as of `round`), when its
+ * prefetch is due, is prefetched to its device in windows
+ * (readahead_adapt), the latest round's units first, at most budget bytes
+ * (0: no cap); waited for. */
+GAIA_HIDDEN void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round);
 
 /* The size of an upload's chunks (GAIA_GPU_READAHEAD_KB), in bytes. */
 GAIA_HIDDEN size_t cuda_upload_chunk_bytes(void);

@@ -280,6 +280,9 @@ void gpu_launch_prepare(struct gpu_launch *L)
 	gpu_mappings_drain_wait();
 	gaia_in_shim++;
 	cuda_upload_staging_prepare(); /* before any lock of the shim's */
+	if (gaia_config()->backing == GAIA_BACKING_PAGED)
+		gpu_faults_want(); /* every replica will page on demand */
+	gpu_faults_prepare();              /* CUPTI too: its start-up may call the driver */
 	pthread_mutex_lock(&launch_window);
 	L->in_window = true;
 	L->device = cuda_current_device();
@@ -506,9 +509,12 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 		}
 	}
 	pthread_mutex_unlock(&launch_window);
-	/* The device idle: replicas paged on demand that fit whole again go. */
-	if (full && !failed)
+	/* The device idle: what its kernels faulted on is learned, and
+	 * replicas paged on demand that fit whole again go. */
+	if (full && !failed) {
+		gpu_mappings_learn();
 		(void)gpu_mappings_promote(dev);
+	}
 	gaia_in_shim--;
 	return cuda_result_of(failed);
 }

@@ -424,6 +424,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	m->exec.storing = note_outside_changes;
 	m->exec.stored = forget_own_stores;
 	if (r->paged) {
+		gpu_faults_want();
 		stats_add(GAIA_STAT_paged_replicas, 1);
 		gaia_info("%s: replica on device %d in managed memory paged on demand, %zu KiB (base "
 			  "copies on the host): %s", m->path, dev, m->len / 1024, paged_why);
@@ -770,6 +771,34 @@ static bool promotable(const struct gaia_mapping *m, int dev, size_t free_bytes)
 {
 	const struct cuda_replica *r = m->replicas[dev];
 	return r && r->paged && gaia_config()->backing != GAIA_BACKING_PAGED && m->len <= free_bytes / 2;
+}
+
+/* Full releases at which kernels had faulted (under mapping_lock). */
+static uint32_t learn_round;
+
+static int by_address(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void gpu_mappings_learn(void)
+{
+	size_t n = 0;
+	uint64_t *addrs = gpu_faults_take(&n);
+	if (!addrs)
+		return;
+	qsort(addrs, n, sizeof(*addrs), by_address);
+	size_t fresh = 0;
+	mapping_lock_take();
+	learn_round++;
+	for (struct gaia_mapping *m = mappings; m; m = m->next)
+		for (int dev = 0; dev < TSVT_MAX_DEVICES; dev++)
+			if (m->replicas[dev])
+				fresh += cuda_replica_learn(m->replicas[dev], addrs, n, learn_round);
+	mapping_lock_give();
+	free(addrs);
+	stats_add(GAIA_STAT_fault_units, fresh);
 }
 
 unsigned gpu_mappings_promote(int dev)
@@ -1233,6 +1262,10 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 		m->uploaded_seen = m->exec.uploaded_pages;
 		cuda_replica_prefetch(r);
 	}
+	/* What kernels faulted on before comes ahead of this one, within half
+	 * the device (the rest would push it out again). */
+	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch))
+		cuda_replica_prefetch_learned(r, gpu_device_total_bytes() / 2, learn_round);
 	if (r->backing != GAIA_BACKING_MANAGED)
 		return;
 	translate_live(c, m, r->dptr);

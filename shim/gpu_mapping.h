@@ -96,6 +96,22 @@ GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
 /* The current context's device's free memory in bytes (0: unknown). */
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
+/* The current device's memory, in bytes; 0 if the driver cannot say. */
+GAIA_HIDDEN size_t gpu_device_total_bytes(void);
+
+/* gpu_faults.c: where kernels fault on replicas paged on demand.
+ * want: such a replica exists (any thread, any lock); prepare: outside
+ * the shim's locks, loads and enables CUPTI the first time it is wanted;
+ * take: at a full release, after the kernels ended: the faulting
+ * addresses recorded since the last take (malloc'd, *n of them; the
+ * caller frees), NULL when none or not learning. */
+GAIA_HIDDEN void gpu_faults_want(void);
+GAIA_HIDDEN void gpu_faults_prepare(void);
+GAIA_HIDDEN uint64_t *gpu_faults_take(size_t *n);
+/* After a full release on dev: what the kernels faulted on becomes the
+ * learned set of each replica paged on demand (prefetched before the next
+ * launch). Outside the shim's locks. */
+GAIA_HIDDEN void gpu_mappings_learn(void);
 /* A program's allocation of `want` bytes on dev found no room: replicas
  * there (not paged ones) are given up, the largest first, until about
  * that much is free; their regions page on demand from their next launch.

@@ -120,6 +120,14 @@ size_t gpu_device_free_bytes(void)
 	return free_bytes;
 }
 
+size_t gpu_device_total_bytes(void)
+{
+	size_t free_bytes = 0, total = 0;
+	if (!drv.mem_get_info || CU_CHECK(drv.mem_get_info(&free_bytes, &total), "cuMemGetInfo"))
+		return 0;
+	return total;
+}
+
 int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm)
 {
 	if (hmm && (!m->pinned || m->pinned_hmm)) {

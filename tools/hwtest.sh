@@ -237,6 +237,11 @@ for b in paged auto; do
 	[[ $b == auto && $target == gpu ]] && continue # a GPU holds the file: a replica
 	run "protocol paged_sparse" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" SIMGPU_MEM_MB=64 -- "$protocol" paged_sparse
 done
+# What kernels faulted on in a region paged on demand, learned through
+# CUPTI's fault records and prefetched before the next launch (fault and
+# transfer counts checked only where the simulator counts them; on a GPU,
+# the bytes, and whether libcupti was found: GAIA_LOG=info says).
+run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info SIMGPU_MEM_MB=64 -- "$protocol" paged_learns
 # A cudaMalloc of the device's free memory and 8 MiB more, a replica to
 # give up for it.
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc

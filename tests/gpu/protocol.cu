@@ -1430,6 +1430,111 @@ static void case_paged_sparse(void)
 	last_map = NULL;
 }
 
+/* Device 0's kernels' managed-memory faults, and its prefetch migrations
+ * to the device (transfers), so far (the simulated device counts them). */
+static void uvm_counts(uint64_t *device_faults, uint64_t *migrations)
+{
+#ifndef __CUDACC__
+	struct simgpu_stats st;
+	CHECK(simgpu_stats_get(0, &st) == 0, "simgpu_stats_get");
+	*device_faults = st.uvm_device_faults;
+	*migrations = st.bus_transfers[SIMGPU_BUS_HTOD][SIMGPU_BUS_MIGRATION];
+#else
+	*device_faults = *migrations = 0;
+#endif
+}
+
+/* A region paged on demand (GAIA_BACKING=paged) whose first 4 MiB kernels
+ * read, one byte per 64 KiB unit: the first launch faults on each unit;
+ * the file then changes in every unit (the shim writes them on the host
+ * again); the second launch, with GAIA_GPU_FAULTS on, finds them
+ * prefetched (no fault), in windows that start at GAIA_GPU_READAHEAD_KB
+ * and double while the learned run fills them; with it off, faults on
+ * each unit again. The bytes are the file's either way. */
+static void case_paged_learns(void)
+{
+	enum { UNITS = 64, UNIT = 64 << 10 };
+	const size_t bytes = 32u << 20;
+	static unsigned long long at[SPARSE_N];
+	int fd = make_file(bytes, 0x33);
+	for (unsigned i = 0; i < SPARSE_N; i++) {
+		at[i] = (unsigned long long)(i % UNITS) * UNIT + 100 + i / UNITS;
+		unsigned char v = (unsigned char)(7 + i);
+		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
+	}
+	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	uint64_t f0, t0, f1, t1, f2, t2;
+	uvm_counts(&f0, &t0);
+	gather_and_check(m, fd, at, "first launch");
+	uvm_counts(&f1, &t1);
+	rewrite_places(fd, at, 1, 60);
+	gather_and_check(m, fd, at, "after the file changed in every unit");
+	uvm_counts(&f2, &t2);
+	if (!bytes_counted("faults and prefetches of a region paged on demand"))
+		return;
+	printf("first launch: %llu device faults; second: %llu device faults, %llu migrations\n",
+	       (unsigned long long)(f1 - f0), (unsigned long long)(f2 - f1), (unsigned long long)(t2 - t1));
+	CHECK(f1 - f0 >= UNITS, "the first launch faulted %llu times on %d units paged on demand",
+	      (unsigned long long)(f1 - f0), UNITS);
+	const char *on = getenv("GAIA_GPU_FAULTS");
+	if (on && !strcmp(on, "off")) {
+		CHECK(f2 - f1 >= UNITS, "without learning, the second launch faulted only %llu times on %d units "
+		      "the host had written again", (unsigned long long)(f2 - f1), UNITS);
+		return;
+	}
+	CHECK(f2 == f1, "the second launch faulted %llu times on units the first had faulted on: they were not "
+	      "prefetched", (unsigned long long)(f2 - f1));
+	/* one transfer per window: GAIA_GPU_READAHEAD_KB, doubling while
+	 * the learned 4 MiB fill the windows */
+	const char *kb = getenv("GAIA_GPU_READAHEAD_KB");
+	size_t window = (kb ? strtoull(kb, NULL, 10) : 2048) * 1024, covered = 0;
+	unsigned windows = 0;
+	while (covered < (size_t)UNITS * UNIT) {
+		covered += window;
+		window = window * 2 > (64u << 20) ? 64u << 20 : window * 2;
+		windows++;
+	}
+	CHECK(t2 - t1 == windows, "the learned 4 MiB came in %llu transfers; windows from %s KiB doubling make %u",
+	      (unsigned long long)(t2 - t1), kb ? kb : "2048", windows);
+}
+
+/* A read-only region twice the device's 64 MiB paged on demand, read in
+ * eight phases of 16 MiB, a sync after each: the kernel moves on, so
+ * what it faulted on before must not be prefetched back at each launch
+ * (the set ages out): about the file's size crosses the bus, and every
+ * byte read is the file's. */
+static void case_paged_phases(void)
+{
+	const size_t bytes = 128u << 20, phase = 16u << 20;
+	int fd = make_file(bytes, 0);
+	unsigned char *m = (unsigned char *)map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	unsigned char *d;
+	CUDA_OK(cudaMalloc((void **)&d, phase));
+	unsigned char *want = (unsigned char *)malloc(phase), *got = (unsigned char *)malloc(phase);
+	CHECK(want && got, "malloc");
+	uint64_t f0, t0;
+	uvm_counts(&f0, &t0);
+	uint64_t before = bus_htod_bytes();
+	for (size_t at = 0; at < bytes; at += phase) {
+		launch_copy(m + at, d, phase);
+		CUDA_OK(cudaDeviceSynchronize());
+		CUDA_OK(cudaMemcpy(got, d, phase, cudaMemcpyDeviceToHost));
+		CHECK(pread(fd, want, phase, (off_t)at) == (ssize_t)phase, "pread: %s", strerror(errno));
+		CHECK(!memcmp(got, want, phase), "phase at %zu MiB: the kernel read other bytes than the file's",
+		      at >> 20);
+	}
+	uint64_t moved = bus_htod_bytes() - before;
+	free(want);
+	free(got);
+	CUDA_OK(cudaFree(d));
+	if (!bytes_counted("bus bytes of a region paged on demand read in phases"))
+		return;
+	printf("%llu MiB crossed the bus for a %zu MiB file read once in phases\n",
+	       (unsigned long long)(moved >> 20), bytes >> 20);
+	CHECK(moved <= bytes + bytes / 4, "%llu MiB crossed the bus for a %zu MiB file read once: what earlier "
+	      "phases faulted on was prefetched again", (unsigned long long)(moved >> 20), bytes >> 20);
+}
+
 static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
 
 /* A writable file of `bytes` mapped shared, a kernel writing byte 0 of
@@ -2099,6 +2204,10 @@ int main(int argc, char **argv)
 		case_upload_chunks();
 	else if (!strcmp(c, "paged_sparse"))
 		case_paged_sparse();
+	else if (!strcmp(c, "paged_learns"))
+		case_paged_learns();
+	else if (!strcmp(c, "paged_phases"))
+		case_paged_phases();
 	else if (!strcmp(c, "in_place_then_writable"))
 		case_in_place_then_writable();
 	else if (!strcmp(c, "in_place_remapped"))
