@@ -313,6 +313,13 @@ void mapping_take_padding(void *addr, uintptr_t pad_start, size_t pad_len)
 		REAL(munmap)((void *)pad_start, pad_len);
 }
 
+void mapping_padding_kept(struct gaia_mapping *m, uintptr_t start, size_t len)
+{
+	m->pad_start = start;
+	m->pad_len = len;
+	pad_noted(start, len);
+}
+
 void mapping_release_padding(const void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, b = a + len;

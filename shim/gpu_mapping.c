@@ -675,6 +675,12 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		const struct cuda_replica *r = m->replicas[d];
 		vmm |= r && r->backing == GAIA_BACKING_VMM;
 	}
+	uintptr_t room_end = 0; /* where the vmm reservation ended */
+	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
+		const struct cuda_replica *r = m->replicas[d];
+		if (r && r->backing == GAIA_BACKING_VMM && r->span_len)
+			room_end = r->span_start + r->reserve_len;
+	}
 	const struct range_set *live = &m->engine.live;
 	struct vmm_seal *seal = vmm ? calloc(live->count ? live->count : 1, sizeof(*seal)) : NULL;
 	bool *moved = vmm ? calloc(live->count ? live->count : 1, sizeof(*moved)) : NULL;
@@ -724,6 +730,7 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 		gpu_vmm_guard_end();
 		free(seal);
 		free(moved);
+		gpu_vmm_keep_room(m, room_end);
 	}
 	if (m->store_view) {
 		REAL(munmap)(m->store_view, m->len);

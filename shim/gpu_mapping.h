@@ -75,6 +75,11 @@ GAIA_HIDDEN int gpu_vmm_move_all_aside(struct vmm_seal *s, uintptr_t avoid, size
 GAIA_HIDDEN int gpu_vmm_move_back(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_rearm(struct gaia_mapping *m, const struct vmm_seal *seal);
 GAIA_HIDDEN void gpu_vmm_hold_end(struct gaia_mapping *m);
+/* After m's vmm replica went (the driver's reservation with it): the
+ * room it had after m, up to hi, is held as m's padding again, where
+ * still free, so that nothing the program or its libraries map meanwhile
+ * lands where the next replica's reservation will be. */
+GAIA_HIDDEN void gpu_vmm_keep_room(struct gaia_mapping *m, uintptr_t hi);
 /* Regions kernels read in place (gpu_pinned.c). Why dev cannot read a
  * read-only registration of host memory (NULL: it can; probed once). */
 GAIA_HIDDEN const char *gpu_pinned_probe(int dev);

@@ -511,6 +511,15 @@ void gpu_vmm_hold_end(struct gaia_mapping *m)
 	}
 }
 
+void gpu_vmm_keep_room(struct gaia_mapping *m, uintptr_t hi)
+{
+	uintptr_t lo = (m->start + m->len + PG - 1) & ~(uintptr_t)(PG - 1);
+	void *held;
+	if (m->pad_len || hi <= lo || !hold_free(lo, hi, &held))
+		return; /* a padding already, or something there: the next reservation may fail, and says why */
+	mapping_padding_kept(m, lo, hi - lo);
+}
+
 /* vmm: device memory at the region's own address. The CPU replica is
  * moved aside, the span reserved at that address, and the CPU replica
  * moved back over the host side (DESIGN §3.2). */

@@ -143,4 +143,9 @@ GAIA_HIDDEN void gpu_mappings_quiesce_end(unsigned held) __attribute__((weak));
 /* In a forked child: the parent's device replicas are not this process's. */
 GAIA_HIDDEN void gpu_mapping_after_fork_locked(struct gaia_mapping *m) __attribute__((weak));
 
+/* Under the mapping lock: a PROT_NONE placeholder of the shim's at
+ * [start, start+len), right after the managed mapping m, becomes its
+ * padding (freed with it, given up to the program's fixed mappings). */
+GAIA_HIDDEN void mapping_padding_kept(struct gaia_mapping *m, uintptr_t start, size_t len);
+
 #endif

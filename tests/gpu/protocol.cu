@@ -1655,6 +1655,14 @@ static void case_promote_after_free(void)
 	launch_write(m, 0, bytes, PAGE, 2, 0x33); /* paged on demand now */
 	for (size_t p = 1; p < pages; p += 3)
 		m[p * PAGE + 3] = 0x44;
+	/* The program (or a library it loads meanwhile) maps something with
+	 * the address right after the region as a hint: the room the replica
+	 * had there stays the region's, the kernel places it elsewhere, and
+	 * the replica comes back at the region's own address. */
+	const size_t other_len = 1u << 20;
+	void *other = mmap(m + bytes, other_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(other != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(other, 0x77, other_len);
 	free_big(big);
 	CUDA_OK(cudaDeviceSynchronize()); /* the room is back: the paged replica goes */
 	launch_write(m, 0, bytes, PAGE, 4, 0x55); /* a whole replica again */
@@ -1675,6 +1683,9 @@ static void case_promote_after_free(void)
 		CHECK(!memcmp(pg, m + p * PAGE, PAGE), "page %zu: the mapping and the file differ", p);
 	}
 	free(got);
+	for (size_t i = 0; i < other_len; i++)
+		CHECK(((unsigned char *)other)[i] == 0x77, "the program's own mapping changed at byte %zu", i);
+	CHECK(munmap(other, other_len) == 0, "munmap: %s", strerror(errno));
 }
 
 /* A region read in place made writable: the registration goes (or
