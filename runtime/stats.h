@@ -20,9 +20,10 @@
 	X(demoted_replicas, "replicas", "device replicas given up for a program allocation that found no device memory (the region pages on demand from its next launch)") \
 	X(promoted_replicas, "replicas", "replicas paged on demand given up at a sync because a whole one fits again (the next launch makes it)") \
 	X(paged_replicas, "replicas", "device replicas in managed memory paged on demand (mode M: may exceed device memory; base copies on the host)") \
-	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB), or prefetched to a device ahead of a launch (regions paged on demand, GAIA_GPU_READAHEAD_KB)") \
+	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB), or prefetched to a device ahead of a launch (regions paged on demand, GAIA_GPU_READAHEAD_KB), or populated before a registration (regions read in place)") \
 	X(fault_units, "units", "64 KiB units of regions paged on demand where kernels faulted, learned at syncs (GAIA_GPU_FAULTS)") \
 	X(prefetch_windows, "windows", "prefetches of what kernels faulted on, to the device before a launch (regions paged on demand)") \
+	X(populate_chunks, "chunks", "chunks of a region read in place populated from the file before its registration (GAIA_GPU_READAHEAD_KB each, the next one read ahead meanwhile)") \
 	X(readahead_hits, "pages", "pages of CPU reads served from what a read fetched ahead from a device") \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
 	X(device_dirty_pages, "pages", "pages a device wrote, found by diffing")     \

@@ -19,15 +19,22 @@
  * goes unseen) and put back before it can be written.
  *
  * Everything runs under mapping_lock. */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend_cuda_internal.h"
 #include "gpu_mapping.h"
 #include "mapping_internal.h"
+#include "stats.h"
 
 /* Per device: 0 not probed, 1 can, else -1 (why_not says why). */
 static int probed[TSVT_MAX_DEVICES];
@@ -128,6 +135,39 @@ size_t gpu_device_total_bytes(void)
 	return total;
 }
 
+/* Before the registration pins m (research/gpu_ondemand.md §4.3, Z):
+ * the page cache is filled in chunks of the GPU window, each read ahead
+ * of its population (posix_fadvise WILLNEED: the file system issues the
+ * whole chunk at once, where the driver's pin would fault the pages in
+ * one read-around at a time). The registration still pins every page; a
+ * chunk that cannot be populated (a kernel before MADV_POPULATE_READ, an
+ * I/O error) ends this, and the registration meets what remains. */
+static void populate_in_chunks(const struct gaia_mapping *m)
+{
+	const size_t chunk = cuda_upload_chunk_bytes();
+	size_t len = (m->len + PG - 1) & ~(size_t)(PG - 1), done = 0;
+	uint64_t chunks = 0;
+	if (!chunk)
+		return;
+	(void)posix_fadvise(m->fd, (off_t)m->offset, (off_t)(chunk < len ? chunk : len), POSIX_FADV_WILLNEED);
+	while (done < len) {
+		size_t n = len - done < chunk ? len - done : chunk;
+		if (done + n < len)
+			(void)posix_fadvise(m->fd, (off_t)(m->offset + done + n),
+					    (off_t)(len - done - n < chunk ? len - done - n : chunk), POSIX_FADV_WILLNEED);
+		if (madvise((void *)(m->start + done), n, MADV_POPULATE_READ)) {
+			gaia_debug("%s: populating %zu KiB at offset %llu before its registration: %s (the "
+				   "registration reads the rest)", m->path, n / 1024,
+				   (unsigned long long)(m->offset + done), strerror(errno));
+			break;
+		}
+		done += n;
+		chunks++;
+	}
+	stats_add(GAIA_STAT_populate_chunks, chunks);
+	stats_add(GAIA_STAT_readahead_pages, done / PG);
+}
+
 int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm)
 {
 	if (hmm && (!m->pinned || m->pinned_hmm)) {
@@ -150,6 +190,7 @@ int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm)
 		CUcontext ctx = NULL;
 		if (CU_CHECK(drv.ctx_get_current(&ctx), "cuCtxGetCurrent (registering a region)") || !ctx)
 			return -ENODEV;
+		populate_in_chunks(m);
 		unsigned flags = CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_DEVICEMAP |
 				 CU_MEMHOSTREGISTER_PORTABLE;
 		CUresult rc = drv.host_register((void *)m->start, m->len, flags);
