@@ -22,6 +22,9 @@ struct cudart_driver {
     PFN_cuMemAlloc_v3020 MemAlloc;
     PFN_cuMemAllocManaged_v6000 MemAllocManaged;
     PFN_cuMemFree_v3020 MemFree;
+    PFN_cuMemAllocPitch_v3020 MemAllocPitch;
+    PFN_cuMemAllocAsync_v11020 MemAllocAsync;
+    PFN_cuMemFreeAsync_v11020 MemFreeAsync;
     PFN_cuMemGetInfo_v3020 MemGetInfo;
     PFN_cuMemcpyHtoD_v3020 MemcpyHtoD;
     PFN_cuMemcpyDtoH_v3020 MemcpyDtoH;

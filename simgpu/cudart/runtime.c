@@ -214,6 +214,46 @@ cudaError_t CUDARTAPI cudaFree(void *devPtr)
     return r == CUDA_ERROR_INVALID_VALUE ? record(cudaErrorInvalidDevicePointer) : ret(r);
 }
 
+cudaError_t CUDARTAPI cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    READY();
+    if (!devPtr || !pitch)
+        return record(cudaErrorInvalidValue);
+    if (width == 0 || height == 0) {
+        *devPtr = NULL;
+        *pitch = width;
+        return cudaSuccess;
+    }
+    CUdeviceptr p = 0;
+    CUresult r = drv.MemAllocPitch(&p, pitch, width, height, 16);
+    *devPtr = (void *)(uintptr_t)p;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
+{
+    READY();
+    if (!devPtr)
+        return record(cudaErrorInvalidValue);
+    if (size == 0) {
+        *devPtr = NULL;
+        return cudaSuccess;
+    }
+    CUdeviceptr p = 0;
+    CUresult r = drv.MemAllocAsync(&p, size, (CUstream)stream);
+    *devPtr = (void *)(uintptr_t)p;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t stream)
+{
+    READY();
+    if (!devPtr)
+        return cudaSuccess;
+    CUresult r = drv.MemFreeAsync((CUdeviceptr)(uintptr_t)devPtr, (CUstream)stream);
+    return r == CUDA_ERROR_INVALID_VALUE ? record(cudaErrorInvalidDevicePointer) : ret(r);
+}
+
 /* ---- pinned host memory ---- */
 
 /* cudaHostAlloc* and cudaHostRegister* flags have the driver's values. */

@@ -61,6 +61,49 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
     return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);   /* up to host memory */
 }
 
+/* Rows of `height` bytes apart by a pitch of `width` rounded up to 512
+ * bytes, the alignment drivers give (cudaMallocPitch). */
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                    unsigned int ElementSizeBytes)
+{
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = (WidthInBytes + 511) & ~(size_t)511;
+    if (Height > SIZE_MAX / pitch)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = cuMemAlloc_v2(dptr, pitch * Height);
+    if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return r;
+}
+
+/* Stream-ordered allocation: the memory is taken at once, from the current
+ * device (the simulator has no pools: cuMemAllocFromPoolAsync is not
+ * offered), and cuMemFreeAsync frees it once the device is idle, which
+ * covers the stream's earlier work. */
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    (void)hStream;
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return cuMemAllocAsync(dptr, bytesize, hStream);
+}
+
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    (void)hStream;
+    return cuMemFree_v2(dptr);
+}
+
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    return cuMemFreeAsync(dptr, hStream);
+}
+
 /* cuMemFree may synchronize (cuda.h); this one always does, on the owning
  * device, so no queued op still uses the memory.  Freed pages go back to
  * the system (a later allocation reads zeros, not old data). */

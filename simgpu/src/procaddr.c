@@ -45,6 +45,11 @@
     X(cuMemAlloc, 3020, 0, cuMemAlloc_v2, PFN_cuMemAlloc_v3020)                             \
     X(cuMemAllocManaged, 6000, 0, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000)           \
     X(cuMemFree, 3020, 0, cuMemFree_v2, PFN_cuMemFree_v3020)                                \
+    X(cuMemAllocPitch, 3020, 0, cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020)              \
+    X(cuMemAllocAsync, 11020, 0, cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)               \
+    X(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)    \
+    X(cuMemFreeAsync, 11020, 0, cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)                  \
+    X(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)       \
     X(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020)                       \
     X(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020) \
     X(cuMemAddressReserve, 10020, 0, cuMemAddressReserve, PFN_cuMemAddressReserve_v10020)   \

@@ -292,6 +292,38 @@ static void test_out_of_memory_and_get_info(void **state)
     assert_int_equal(free1, free0);
 }
 
+/* Pitched rows (the width rounded up to 512 bytes) and stream-ordered
+ * allocations take device memory like cuMemAlloc, run out of it the same
+ * way, and give it back when freed (cuMemFreeAsync after the stream's
+ * earlier work: a memset queued before it lands). */
+static void test_pitched_and_stream_ordered_allocations(void **state)
+{
+    (void)state;
+    size_t free0, free1, total, pitch = 0;
+    CU_OK(cuMemGetInfo(&free0, &total));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAllocPitch(&p, &pitch, 1000, 64, 4));
+    assert_int_equal(pitch, 1024);
+    CU_OK(cuMemGetInfo(&free1, &total));
+    assert_true(free0 - free1 >= 1024 * 64);
+    CU_IS(cuMemAllocPitch(&q, &pitch, 1000, 64, 3), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuMemAllocPitch(&q, &pitch, 1u << 20, MEM_BYTES >> 19, 4), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemFree(p));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_IS(cuMemAllocAsync(&q, MEM_BYTES + 1, s), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemAllocAsync(&q, 16ull << 20, s));
+    CU_OK(cuMemsetD8Async(q, 0x5a, 16ull << 20, s));
+    unsigned char b = 0;
+    CU_OK(cuMemcpyDtoHAsync(&b, q + (16ull << 20) - 1, 1, s));
+    CU_OK(cuMemFreeAsync(q, s));
+    CU_OK(cuStreamSynchronize(s));
+    assert_int_equal(b, 0x5a);
+    CU_OK(cuMemGetInfo(&free1, &total));
+    assert_int_equal(free1, free0);
+    CU_OK(cuStreamDestroy(s));
+}
+
 static void test_bad_pointers_are_rejected(void **state)
 {
     (void)state;
@@ -423,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_uva_memcpy_and_async_copies),
         cmocka_unit_test(test_3d_copies_and_batches),
         cmocka_unit_test(test_out_of_memory_and_get_info),
+        cmocka_unit_test(test_pitched_and_stream_ordered_allocations),
         cmocka_unit_test(test_bad_pointers_are_rejected),
         cmocka_unit_test(test_pointer_attributes),
         cmocka_unit_test(test_managed_memory_is_host_accessible),
