@@ -134,6 +134,11 @@ enum hook_lib { DRV, RT };
 	/* a program's allocation that finds no room: replicas make room */                                                                \
 	X(cuMemAlloc,                        3020,  0, cuMemAlloc_v2,                        DRV, PFN_cuMemAlloc_v3020)                      \
 	X(cuMemCreate,                       10020, 0, cuMemCreate,                          DRV, PFN_cuMemCreate_v10020)                    \
+	X(cuMemAllocPitch,                   3020,  0, cuMemAllocPitch_v2,                   DRV, PFN_cuMemAllocPitch_v3020)                 \
+	X(cuMemAllocAsync,                   11020, 0, cuMemAllocAsync,                      DRV, PFN_cuMemAllocAsync_v11020)                \
+	X(cuMemAllocAsync,                   11020, 1, cuMemAllocAsync_ptsz,                 DRV, PFN_cuMemAllocAsync_v11020_ptsz)           \
+	X(cuMemAllocFromPoolAsync,           11020, 0, cuMemAllocFromPoolAsync,              DRV, PFN_cuMemAllocFromPoolAsync_v11020)        \
+	X(cuMemAllocFromPoolAsync,           11020, 1, cuMemAllocFromPoolAsync_ptsz,         DRV, PFN_cuMemAllocFromPoolAsync_v11020_ptsz)   \
 	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
 	X(cuMemsetD8,                        7000,  1, cuMemsetD8_v2_ptds,                   DRV, PFN_cuMemsetD8_v7000_ptds)                 \
 	X(cuMemsetD8Async,                   3020,  0, cuMemsetD8Async,                      DRV, PFN_cuMemsetD8Async_v3020)                 \

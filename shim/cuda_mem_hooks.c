@@ -80,31 +80,84 @@ MEMSET_WIDTH(32, unsigned int, 4)
 
 /* --- allocations ---
  *
- * The program's cuMemAlloc (cudaMalloc reaches it) that fails for want of
- * device memory: the replicas on the current device are given up, the
- * largest first, until as much is free (their regions page on demand from
- * their next launch: gpu_mappings_make_room), and the allocation is tried
- * again. Without the shim the memory would have been free. Other
- * allocations (cuMemAllocPitch, cuMemAllocAsync and pools, arrays) are
- * not watched. */
+ * The program's allocation that fails for want of device memory —
+ * cuMemAlloc (cudaMalloc), cuMemAllocPitch (cudaMallocPitch, cudaMalloc3D),
+ * cuMemAllocAsync and cuMemAllocFromPoolAsync (cudaMallocAsync, pools),
+ * cuMemCreate (the driver's virtual memory management) —: the replicas on
+ * its device are given up, the largest first, until as much is free
+ * (their regions page on demand from their next launch:
+ * gpu_mappings_make_room), and the allocation is tried again. Without the
+ * shim the memory would have been free. The stream-ordered ones take the
+ * current device's (a pool's device is not asked of the driver). Arrays
+ * (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate) are not
+ * watched: such a failure reaches the program. */
+static bool room_made(int dev, size_t n)
+{
+	if (gpu_hook_depth || dev < 0)
+		return false;
+	/* The driver's own mmap calls, tearing replicas down, pass through. */
+	gaia_in_shim++;
+	size_t freed = gpu_mappings_make_room(dev, n);
+	gaia_in_shim--;
+	return freed != 0;
+}
+
 GAIA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
 	__typeof__(&cuMemAlloc_v2) real = REAL_OF(cuMemAlloc_v2);
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = real(p, n);
-	if (rc != CUDA_ERROR_OUT_OF_MEMORY || gpu_hook_depth)
-		return rc;
-	int dev = cuda_current_device();
-	/* The driver's own mmap calls, tearing replicas down, pass through. */
-	gaia_in_shim++;
-	size_t freed = dev >= 0 ? gpu_mappings_make_room(dev, n) : 0;
-	gaia_in_shim--;
-	return freed ? real(p, n) : rc;
+	return rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n) ? real(p, n) : rc;
 }
 
-/* The same for cuMemCreate (the driver's virtual memory management: a
- * program's own pools reach it): device memory on the device it names. */
+GAIA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+						unsigned int elem)
+{
+	__typeof__(&cuMemAllocPitch_v2) real = REAL_OF(cuMemAllocPitch_v2);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(p, pitch, width, height, elem);
+	/* The pitch the driver would give is not known: rows of 512 bytes'
+	 * multiples, as drivers align them, for what to make room for. */
+	size_t row = (width + 511) & ~(size_t)511;
+	size_t n = height && row > SIZE_MAX / height ? SIZE_MAX : row * height;
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))
+		rc = real(p, pitch, width, height, elem);
+	return rc;
+}
+
+#define ALLOC_ASYNC(abi)                                                                                  \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr *p, size_t n, CUstream s)                            \
+	{                                                                                                 \
+		__typeof__(&abi) real = REAL_OF(abi);                                                     \
+		if (!real)                                                                                \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                \
+		CUresult rc = real(p, n, s);                                                              \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))                \
+			rc = real(p, n, s);                                                               \
+		return rc;                                                                                \
+	}
+ALLOC_ASYNC(cuMemAllocAsync)
+ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+#undef ALLOC_ASYNC
+
+#define ALLOC_FROM_POOL(abi)                                                                              \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)         \
+	{                                                                                                 \
+		__typeof__(&abi) real = REAL_OF(abi);                                                     \
+		if (!real)                                                                                \
+			return CUDA_ERROR_NOT_INITIALIZED;                                                \
+		CUresult rc = real(p, n, pool, s);                                                        \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))                \
+			rc = real(p, n, pool, s);                                                         \
+		return rc;                                                                                \
+	}
+ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
+ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
+#undef ALLOC_FROM_POOL
+
+/* cuMemCreate: device memory on the device it names. */
 GAIA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 					 const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -112,13 +165,9 @@ GAIA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, s
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = real(handle, size, prop, flags);
-	if (rc != CUDA_ERROR_OUT_OF_MEMORY || gpu_hook_depth || !prop ||
-	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+	if (!prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return rc;
-	gaia_in_shim++;
-	size_t freed = gpu_mappings_make_room(prop->location.id, size);
-	gaia_in_shim--;
-	return freed ? real(handle, size, prop, flags) : rc;
+	return rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(prop->location.id, size) ? real(handle, size, prop, flags) : rc;
 }
 
 /* --- prefetch and advice --- */

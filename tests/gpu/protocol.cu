@@ -1536,14 +1536,18 @@ static void case_paged_phases(void)
 }
 
 static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
+static bool freed_async; /* malloc_over_a_replica's allocation is stream-ordered */
 
 /* A writable file of `bytes` mapped shared, a kernel writing byte 0 of
  * every page (a whole replica) and the CPU byte 1 of every third page, not
  * yet synced; then a cudaMalloc of the device's free memory and 8 MiB
- * more, which must succeed (the replica given up for it). */
+ * more, which must succeed (the replica given up for it). PROTOCOL_ALLOC
+ * names another way to allocate: cuMemCreate, cudaMallocPitch,
+ * cudaMallocAsync. */
 static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, size_t *asked)
 {
-	bool vmm = getenv("PROTOCOL_ALLOC") && !strcmp(getenv("PROTOCOL_ALLOC"), "cuMemCreate");
+	const char *alloc = getenv("PROTOCOL_ALLOC");
+	bool vmm = alloc && !strcmp(alloc, "cuMemCreate");
 	*fd = make_file(bytes, 0);
 	unsigned char *m = *map = map_file(*fd, bytes, MAP_SHARED);
 	launch_write(m, 0, bytes, PAGE, 0, 0x11);
@@ -1581,6 +1585,19 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 		CHECK(cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease"); /* freed when unmapped */
 		big = (void *)(uintptr_t)va;
 		vmm_big = want;
+	} else if (alloc && !strcmp(alloc, "cudaMallocPitch")) {
+		/* Rows of 96 KiB (a multiple of any pitch alignment). */
+		const size_t width = 96u << 10, height = (want + width - 1) / width;
+		size_t pitch = 0;
+		cudaError_t e = cudaMallocPitch(&big, &pitch, width, height);
+		CHECK(e == cudaSuccess && pitch >= width, "cudaMallocPitch of %zu rows of %zu KiB with %zu MiB free and "
+		      "a %zu MiB replica to give up: %s (pitch %zu)", height, width >> 10, free_bytes >> 20, bytes >> 20,
+		      cudaGetErrorName(e), pitch);
+	} else if (alloc && !strcmp(alloc, "cudaMallocAsync")) {
+		cudaError_t e = cudaMallocAsync(&big, want, 0);
+		CHECK(e == cudaSuccess, "cudaMallocAsync of %zu MiB with %zu MiB free and a %zu MiB replica to give up: "
+		      "%s", want >> 20, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
+		freed_async = true;
 	} else {
 		cudaError_t e = cudaMalloc(&big, want);
 		CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %s",
@@ -1594,6 +1611,11 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 /* Frees what malloc_over_a_replica took. */
 static void free_big(void *big)
 {
+	if (freed_async) {
+		CUDA_OK(cudaFreeAsync(big, 0));
+		freed_async = false;
+		return;
+	}
 	if (!vmm_big) {
 		CUDA_OK(cudaFree(big));
 		return;
