@@ -247,6 +247,12 @@ run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=page
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc
 # ... and the replica back whole at the first sync after the cudaFree.
 run "protocol promote_after_free" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" promote_after_free
+# The same through cudaMallocPitch and the stream-ordered cudaMallocAsync.
+for a in cudaMallocPitch cudaMallocAsync; do
+	[[ $quick == 1 ]] && continue
+	run "protocol demote_under_malloc $a" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 \
+		"PROTOCOL_ALLOC=$a" -- "$protocol" demote_under_malloc
+done
 # Random sequences against the model of the promise, in each mode the
 # device allows (read in place: a read-only mapping kernels only read).
 for b in vmm managed paged; do
