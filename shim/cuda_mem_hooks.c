@@ -91,9 +91,14 @@ MEMSET_WIDTH(32, unsigned int, 4)
  * current device's (a pool's device is not asked of the driver). Arrays
  * (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate) are not
  * watched: such a failure reaches the program. */
+#define CURRENT_DEVICE (-2)
 static bool room_made(int dev, size_t n)
 {
-	if (gpu_hook_depth || dev < 0)
+	if (gpu_hook_depth)
+		return false; /* the driver's own allocation, inside a call the shim made */
+	if (dev == CURRENT_DEVICE)
+		dev = cuda_current_device();
+	if (dev < 0)
 		return false;
 	/* The driver's own mmap calls, tearing replicas down, pass through. */
 	gaia_in_shim++;
@@ -108,7 +113,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = real(p, n);
-	return rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n) ? real(p, n) : rc;
+	return rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, n) ? real(p, n) : rc;
 }
 
 GAIA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
@@ -122,7 +127,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, s
 	 * multiples, as drivers align them, for what to make room for. */
 	size_t row = (width + 511) & ~(size_t)511;
 	size_t n = height && row > SIZE_MAX / height ? SIZE_MAX : row * height;
-	if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, n))
 		rc = real(p, pitch, width, height, elem);
 	return rc;
 }
@@ -134,7 +139,7 @@ GAIA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, s
 		if (!real)                                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                                                \
 		CUresult rc = real(p, n, s);                                                              \
-		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))                \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, n))                \
 			rc = real(p, n, s);                                                               \
 		return rc;                                                                                \
 	}
@@ -149,7 +154,7 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 		if (!real)                                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                                                \
 		CUresult rc = real(p, n, pool, s);                                                        \
-		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(cuda_current_device(), n))                \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, n))                \
 			rc = real(p, n, pool, s);                                                         \
 		return rc;                                                                                \
 	}

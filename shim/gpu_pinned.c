@@ -137,25 +137,35 @@ size_t gpu_device_total_bytes(void)
 
 /* Before the registration pins m (research/gpu_ondemand.md §4.3, Z):
  * the page cache is filled in chunks of the GPU window, each read ahead
- * of its population (posix_fadvise WILLNEED: the file system issues the
- * whole chunk at once, where the driver's pin would fault the pages in
- * one read-around at a time). The registration still pins every page; a
- * chunk that cannot be populated (a kernel before MADV_POPULATE_READ, an
- * I/O error) ends this, and the registration meets what remains. */
+ * while the one before it is populated, where the driver's pin would fault
+ * the pages in one read-around at a time. A WILLNEED reads no more than
+ * the device's readahead maximum per call (128 KiB by default), so a chunk
+ * is asked for in pieces of that size. The registration still pins every
+ * page; a chunk that cannot be populated (a kernel before
+ * MADV_POPULATE_READ, an I/O error, the file shorter than the mapping)
+ * ends this, and the registration meets what remains. */
+#define WILLNEED_PIECE (128u << 10)
+
+static void read_ahead(const struct gaia_mapping *m, size_t at, size_t n)
+{
+	for (size_t done = 0; done < n; done += WILLNEED_PIECE)
+		(void)posix_fadvise(m->fd, (off_t)(m->offset + at + done),
+				    (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE), POSIX_FADV_WILLNEED);
+}
+
 static void populate_in_chunks(const struct gaia_mapping *m)
 {
 	const size_t chunk = cuda_upload_chunk_bytes();
 	size_t len = (m->len + PG - 1) & ~(size_t)(PG - 1), done = 0;
 	uint64_t chunks = 0;
-	if (!chunk)
+	if (!chunk || m->fd < 0)
 		return;
-	(void)posix_fadvise(m->fd, (off_t)m->offset, (off_t)(chunk < len ? chunk : len), POSIX_FADV_WILLNEED);
+	read_ahead(m, 0, chunk < len ? chunk : len);
 	while (done < len) {
 		size_t n = len - done < chunk ? len - done : chunk;
 		if (done + n < len)
-			(void)posix_fadvise(m->fd, (off_t)(m->offset + done + n),
-					    (off_t)(len - done - n < chunk ? len - done - n : chunk), POSIX_FADV_WILLNEED);
-		if (madvise((void *)(m->start + done), n, MADV_POPULATE_READ)) {
+			read_ahead(m, done + n, len - done - n < chunk ? len - done - n : chunk);
+		if (REAL(madvise)((void *)(m->start + done), n, MADV_POPULATE_READ)) {
 			gaia_debug("%s: populating %zu KiB at offset %llu before its registration: %s (the "
 				   "registration reads the rest)", m->path, n / 1024,
 				   (unsigned long long)(m->offset + done), strerror(errno));

@@ -156,8 +156,9 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_any())
-		mapping_release_padding(new_addr, new_len);
+	/* Paddings at the destination go after the mappings forgotten here
+	 * (forgetting a replica may hold its room as a padding again). */
+	bool unpad = !gaia_in_shim && (flags & MREMAP_FIXED) && mapping_any();
 	if (gaia_in_shim || !mapping_overlaps(old, old_len ? old_len : 1)) {
 		/* Moved over a managed mapping: that one goes, as under munmap. */
 		if (!gaia_in_shim && (flags & MREMAP_FIXED) && mapping_overlaps(new_addr, new_len)) {
@@ -165,6 +166,8 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 			mapping_forget_range(new_addr, new_len);
 			gaia_in_shim--;
 		}
+		if (unpad)
+			mapping_release_padding(new_addr, new_len);
 		return IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
 	}
 	gaia_in_shim++;
@@ -173,6 +176,8 @@ GAIA_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 	mapping_forget_range(old, old_len);
 	if ((flags & MREMAP_FIXED) && mapping_overlaps(new_addr, new_len))
 		mapping_forget_range(new_addr, new_len);
+	if (unpad)
+		mapping_release_padding(new_addr, new_len);
 	void *p = IO_GATED(old, old_len, REAL(mremap)(old, old_len, new_len, flags, new_addr));
 	int saved = errno;
 	if (known && origin.marked) {

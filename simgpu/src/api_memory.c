@@ -61,8 +61,8 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
     return alloc_in(d, &d->managed_mem, d->mem_bytes, bytesize, dptr);   /* up to host memory */
 }
 
-/* Rows of `height` bytes apart by a pitch of `width` rounded up to 512
- * bytes, the alignment drivers give (cudaMallocPitch). */
+/* Height rows of WidthInBytes each, a pitch apart: the width rounded up
+ * to 512 bytes, the alignment drivers give (cudaMallocPitch). */
 CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                     unsigned int ElementSizeBytes)
 {
