@@ -72,10 +72,14 @@ static void arm_fork_canary(void)
  * so every fork glibc makes runs it (daemon(), and a program's own), not
  * only calls of the fork symbol. The handlers of one fork run in one
  * thread under glibc's fork lock, so one flag carries the decision. */
-static bool fork_managed;
+static bool fork_managed, fork_gated;
 
 static void before_fork(void)
 {
+	/* The release thread's pass first: it takes the mapping lock inside. */
+	fork_gated = !gaia_in_shim;
+	if (fork_gated)
+		release_timer_before_fork();
 	fork_managed = !gaia_in_shim && mapping_any();
 	if (fork_managed)
 		mapping_before_fork();
@@ -88,10 +92,14 @@ static void after_fork_parent(void)
 		mapping_after_fork(false);
 		errno = saved;
 	}
+	if (fork_gated)
+		release_timer_after_fork_parent();
 }
 
 static void after_fork_child(void)
 {
+	if (fork_gated)
+		release_timer_after_fork_parent(); /* the forking thread's, in the child too */
 	__atomic_store_n(&our_pid, getpid(), __ATOMIC_RELAXED);
 	arm_fork_canary();
 	if (gpu_wait_note_after_fork_child)

@@ -12,6 +12,12 @@
 
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool started;
+/* Held by the thread through each pass, and by a fork from before it
+ * takes the shim's other locks until it returns: a fork never copies the
+ * pass half done, with a lock of the allocator's held by it (a child that
+ * allocates would wait for it forever: ASan's allocator is not made safe
+ * across fork, as glibc's malloc is). */
+static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *release_loop(void *arg)
 {
@@ -20,8 +26,10 @@ static void *release_loop(void *arg)
 	for (;;) {
 		nanosleep(&period, NULL);
 		gaia_in_shim++;
+		pthread_mutex_lock(&pass_lock);
 		if (mapping_any())
 			mapping_release_all();
+		pthread_mutex_unlock(&pass_lock);
 		gaia_in_shim--;
 	}
 	return NULL;
@@ -41,9 +49,20 @@ void release_timer_start(void)
 	pthread_mutex_unlock(&timer_lock);
 }
 
+void release_timer_before_fork(void)
+{
+	pthread_mutex_lock(&pass_lock);
+}
+
+void release_timer_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&pass_lock);
+}
+
 void release_timer_after_fork(void)
 {
 	/* Only the forking thread exists in the child. */
+	pthread_mutex_init(&pass_lock, NULL);
 	pthread_mutex_init(&timer_lock, NULL);
 	started = false;
 	if (mapping_any())

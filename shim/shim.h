@@ -240,6 +240,10 @@ GAIA_HIDDEN int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_off
 /* --- periodic release of a CPU-only process's writes (release_timer.c) --- */
 GAIA_HIDDEN void release_timer_start(void);
 GAIA_HIDDEN void release_timer_after_fork(void);
+/* fork: the release thread's pass is not under way from before the fork
+ * takes the shim's locks until the parent's or child's handler. */
+GAIA_HIDDEN void release_timer_before_fork(void);
+GAIA_HIDDEN void release_timer_after_fork_parent(void);
 
 /* --- which mappings are managed, and how they start (admission.c) --- */
 /* Whether an mmap with these arguments is to be managed; fills path. */
