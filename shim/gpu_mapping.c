@@ -671,14 +671,13 @@ void gpu_mapping_forget_locked(struct gaia_mapping *m)
 	/* The driver replaces the host side of a vmm span when it unmaps it:
 	 * the live pieces of the CPU replica step aside meanwhile. */
 	bool vmm = false;
-	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
-		const struct cuda_replica *r = m->replicas[d];
-		vmm |= r && r->backing == GAIA_BACKING_VMM;
-	}
 	uintptr_t room_end = 0; /* where the vmm reservation ended */
 	for (int d = 0; d < TSVT_MAX_DEVICES; d++) {
 		const struct cuda_replica *r = m->replicas[d];
-		if (r && r->backing == GAIA_BACKING_VMM && r->span_len)
+		if (!r || r->backing != GAIA_BACKING_VMM)
+			continue;
+		vmm = true;
+		if (r->span_len)
 			room_end = r->span_start + r->reserve_len;
 	}
 	const struct range_set *live = &m->engine.live;

@@ -181,9 +181,9 @@ cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *runtimeVersion)
 
 /* ---- memory ---- */
 
-cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
+/* cudaMalloc, and cudaMallocAsync on `stream` when `ordered`. */
+static cudaError_t device_alloc(void **devPtr, size_t size, bool ordered, cudaStream_t stream)
 {
-    READY();
     if (!devPtr)
         return record(cudaErrorInvalidValue);
     if (size == 0) {
@@ -191,9 +191,15 @@ cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
         return cudaSuccess;
     }
     CUdeviceptr p = 0;
-    CUresult r = drv.MemAlloc(&p, size);
+    CUresult r = ordered ? drv.MemAllocAsync(&p, size, (CUstream)stream) : drv.MemAlloc(&p, size);
     *devPtr = (void *)(uintptr_t)p;
     return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
+{
+    READY();
+    return device_alloc(devPtr, size, false, NULL);
 }
 
 cudaError_t CUDARTAPI cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
@@ -233,16 +239,7 @@ cudaError_t CUDARTAPI cudaMallocPitch(void **devPtr, size_t *pitch, size_t width
 cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
 {
     READY();
-    if (!devPtr)
-        return record(cudaErrorInvalidValue);
-    if (size == 0) {
-        *devPtr = NULL;
-        return cudaSuccess;
-    }
-    CUdeviceptr p = 0;
-    CUresult r = drv.MemAllocAsync(&p, size, (CUstream)stream);
-    *devPtr = (void *)(uintptr_t)p;
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+    return device_alloc(devPtr, size, true, stream);
 }
 
 cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t stream)
