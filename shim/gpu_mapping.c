@@ -761,6 +761,7 @@ size_t gpu_mappings_make_room(int dev, size_t want)
 			  "found no room; the region pages on demand from its next launch",
 			  victim->path, dev, bytes / 1024, want / 1024);
 		victim->demoted[dev] = true;
+		gpu_faults_want(); /* learning starts at its first launch paged */
 		gpu_mapping_forget_locked(victim);
 		stats_add(GAIA_STAT_demoted_replicas, 1);
 		freed += bytes;
@@ -771,16 +772,33 @@ size_t gpu_mappings_make_room(int dev, size_t want)
 	return freed;
 }
 
-/* Whether m's replica on dev pages on demand where a whole one would now
- * do: not GAIA_BACKING=paged, and m no larger than half of free_bytes. */
-static bool promotable(const struct gaia_mapping *m, int dev, size_t free_bytes)
+/* Full releases at which kernels had faulted (under mapping_lock). */
+static uint32_t learn_round;
+
+/* Whether m's replica on dev pages on demand where a whole one would
+ * fit: not GAIA_BACKING=paged, and m no larger than half of free_bytes. */
+static bool fits_whole(const struct gaia_mapping *m, int dev, size_t free_bytes)
 {
 	const struct cuda_replica *r = m->replicas[dev];
 	return r && r->paged && gaia_config()->backing != GAIA_BACKING_PAGED && m->len <= free_bytes / 2;
 }
 
-/* Full releases at which kernels had faulted (under mapping_lock). */
-static uint32_t learn_round;
+/* Whether kernels touched less than half of m's paged replica r in their
+ * last rounds, m being a region no kernel writes (no base copies): what
+ * they touched stays on the device once there, and a whole replica would
+ * move the rest too. A writable region's paged replica is compared on the
+ * host at every sync (what kernels touched comes back), and one with
+ * nothing learned (GAIA_GPU_FAULTS=off, no CUPTI) is judged by size. */
+static bool read_sparsely(const struct gaia_mapping *m, const struct cuda_replica *r)
+{
+	return !m->exec.writable && r->learned && cuda_replica_set_units(r, learn_round) * 2 < r->learned_units;
+}
+
+/* Whether m's replica on dev goes, for a whole one at the next launch. */
+static bool promotable(const struct gaia_mapping *m, int dev, size_t free_bytes)
+{
+	return fits_whole(m, dev, free_bytes) && !read_sparsely(m, m->replicas[dev]);
+}
 
 static int by_address(const void *a, const void *b)
 {
@@ -821,8 +839,19 @@ unsigned gpu_mappings_promote(int dev)
 		return 0;
 	bool some = false;
 	mapping_lock_take();
-	for (struct gaia_mapping *m = mappings; m && !some; m = m->next)
-		some = promotable(m, dev, free_bytes);
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
+		struct cuda_replica *r = m->replicas[dev];
+		if (promotable(m, dev, free_bytes)) {
+			some = true;
+		} else if (fits_whole(m, dev, free_bytes) && !r->stays_said) {
+			r->stays_said = true;
+			gaia_info("%s: device %d has room for a whole replica (%zu MiB free), but kernels touched "
+				  "%zu of its %zu 64 KiB units in their last rounds: it stays paged on demand (its "
+				  "kernels cannot write it; a whole replica would move the rest too)",
+				  m->path, dev, free_bytes >> 20, cuda_replica_set_units(r, learn_round),
+				  r->learned_units);
+		}
+	}
 	mapping_lock_give();
 	if (!some)
 		return 0;

@@ -1710,6 +1710,57 @@ static void case_promote_after_free(void)
 	CHECK(munmap(other, other_len) == 0, "munmap: %s", strerror(errno));
 }
 
+/* A read-only region's replica given up for the program's cudaMalloc,
+ * then read by a kernel at 512 places before the program frees that
+ * memory. PROTOCOL_TOUCH=sparse: the places lie in one 64 KiB unit of
+ * every eight, and once the memory is free the region stays paged (what
+ * kernels touched is on the device; a whole replica would move the other
+ * seven eighths too). dense: in every unit, and it comes back whole, as it
+ * does, sparse or not, when nothing was learned (GAIA_GPU_FAULTS=off).
+ * Every byte a kernel reads is the file's. */
+static void case_promote_touched(void)
+{
+	enum { UNIT = 64 << 10 };
+	const size_t bytes = 16u << 20, units = bytes / UNIT;
+	const char *touch = getenv("PROTOCOL_TOUCH"), *faults = getenv("GAIA_GPU_FAULTS");
+	const bool dense = touch && !strcmp(touch, "dense"), learned = !(faults && !strcmp(faults, "off"));
+	const size_t touched = dense ? units : units / 8;
+	static unsigned long long at[SPARSE_N];
+	int fd = make_file(bytes, 0x5a);
+	for (unsigned i = 0; i < SPARSE_N; i++) {
+		at[i] = (unsigned long long)((i % touched) * (units / touched)) * UNIT + 64 + (i / touched) * 67;
+		unsigned char v = (unsigned char)(i * 7 + 1);
+		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
+	}
+	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	gather_and_check(m, fd, at, "a whole replica");
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	void *big = NULL;
+	cudaError_t e = cudaMalloc(&big, free_bytes + (8u << 20));
+	CHECK(e == cudaSuccess, "cudaMalloc of %zu MiB with %zu MiB free and a %zu MiB replica to give up: %s",
+	      (free_bytes >> 20) + 8, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
+	rewrite_places(fd, at, 1, 90);
+	gather_and_check(m, fd, at, "paged on demand");
+	CUDA_OK(cudaFree(big));
+	CUDA_OK(cudaDeviceSynchronize()); /* the device has room again */
+	uint64_t before = bus_htod_bytes();
+	gather_and_check(m, fd, at, "after the program freed its memory");
+	uint64_t moved = bus_htod_bytes() - before;
+	rewrite_places(fd, at, 3, 150);
+	gather_and_check(m, fd, at, "after the file changed again");
+	if (!bytes_counted("bus bytes of a region promoted or not"))
+		return;
+	printf("%s places, %s: %llu KiB crossed the bus at the launch after the free\n", dense ? "dense" : "sparse",
+	       learned ? "faults learned" : "nothing learned", (unsigned long long)(moved >> 10));
+	if (dense || !learned)
+		CHECK(moved >= bytes, "%llu KiB crossed the bus: the %zu MiB region read %s was not made whole again",
+		      (unsigned long long)(moved >> 10), bytes >> 20, dense ? "in every unit" : "with nothing learned");
+	else
+		CHECK(moved < bytes / 2, "%llu KiB crossed the bus: the %zu MiB region kernels read in one unit of "
+		      "eight was made whole again", (unsigned long long)(moved >> 10), bytes >> 20);
+}
+
 /* A region read in place made writable: the registration goes (or
  * reading through HMM, and the CPU's writes are tracked again), and
  * kernels' writes from then on reach the file with the CPU's, through a
@@ -2217,6 +2268,8 @@ int main(int argc, char **argv)
 		case_peer_readahead();
 	else if (!strcmp(c, "promote_after_free"))
 		case_promote_after_free();
+	else if (!strcmp(c, "promote_touched"))
+		case_promote_touched();
 	else if (!strcmp(c, "model"))
 		case_model(false);
 	else if (!strcmp(c, "model_ro"))
