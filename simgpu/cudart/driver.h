@@ -23,6 +23,11 @@ struct cudart_driver {
     PFN_cuMemAllocManaged_v6000 MemAllocManaged;
     PFN_cuMemFree_v3020 MemFree;
     PFN_cuMemAllocPitch_v3020 MemAllocPitch;
+    PFN_cuArray3DCreate_v3020 Array3DCreate;
+    PFN_cuArrayDestroy_v2000 ArrayDestroy;
+    PFN_cuMipmappedArrayCreate_v5000 MipmappedArrayCreate;
+    PFN_cuMipmappedArrayGetLevel_v5000 MipmappedArrayGetLevel;
+    PFN_cuMipmappedArrayDestroy_v5000 MipmappedArrayDestroy;
     PFN_cuMemAllocAsync_v11020 MemAllocAsync;
     PFN_cuMemFreeAsync_v11020 MemFreeAsync;
     PFN_cuMemGetInfo_v3020 MemGetInfo;

@@ -370,6 +370,155 @@ cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
                                              cudaStream_t stream)
 { return memcpy2d(dst, dpitch, src, spitch, width, height, kind, stream, true, true); }
 
+/* ---- arrays (the driver's: cudaArray_t is a CUarray) ---- */
+
+/* A channel description as the driver's array format and channel count:
+ * 1, 2 or 4 channels of one size, signed, unsigned or float. */
+static bool array_format(const struct cudaChannelFormatDesc *d, CUarray_format *f, unsigned *channels)
+{
+    if (!d)
+        return false;
+    int bits[4] = { d->x, d->y, d->z, d->w };
+    unsigned n = 0;
+    while (n < 4 && bits[n])
+        n++;
+    for (unsigned i = n; i < 4; i++)
+        if (bits[i])
+            return false;
+    for (unsigned i = 1; i < n; i++)
+        if (bits[i] != bits[0])
+            return false;
+    if (n != 1 && n != 2 && n != 4)
+        return false;
+    *channels = n;
+    switch (d->f) {
+    case cudaChannelFormatKindSigned:
+        *f = bits[0] == 8 ? CU_AD_FORMAT_SIGNED_INT8 : bits[0] == 16 ? CU_AD_FORMAT_SIGNED_INT16
+           : CU_AD_FORMAT_SIGNED_INT32;
+        return bits[0] == 8 || bits[0] == 16 || bits[0] == 32;
+    case cudaChannelFormatKindUnsigned:
+        *f = bits[0] == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits[0] == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+           : CU_AD_FORMAT_UNSIGNED_INT32;
+        return bits[0] == 8 || bits[0] == 16 || bits[0] == 32;
+    case cudaChannelFormatKindFloat:
+        *f = bits[0] == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+        return bits[0] == 16 || bits[0] == 32;
+    default:
+        return false;
+    }
+}
+
+struct cudaChannelFormatDesc CUDARTAPI cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f)
+{
+    return (struct cudaChannelFormatDesc){ .x = x, .y = y, .z = z, .w = w, .f = f };
+}
+
+static cudaError_t alloc_error(CUresult r)
+{
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                        struct cudaExtent extent, unsigned int flags)
+{
+    READY();
+    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = extent.width, .Height = extent.height, .Depth = extent.depth,
+                                  .Flags = flags };
+    if (!array || !array_format(desc, &d.Format, &d.NumChannels))
+        return record(cudaErrorInvalidValue);
+    CUarray a = NULL;
+    CUresult r = drv.Array3DCreate(&a, &d);
+    *array = (cudaArray_t)a;
+    return alloc_error(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
+                                      size_t height, unsigned int flags)
+{
+    struct cudaExtent e = { .width = width, .height = height, .depth = 0 };
+    return cudaMalloc3DArray(array, desc, e, flags);
+}
+
+cudaError_t CUDARTAPI cudaFreeArray(cudaArray_t array)
+{
+    READY();
+    return array ? ret(drv.ArrayDestroy((CUarray)array)) : cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                               const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+                                               unsigned int numLevels, unsigned int flags)
+{
+    READY();
+    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = extent.width, .Height = extent.height, .Depth = extent.depth,
+                                  .Flags = flags };
+    if (!mipmappedArray || !array_format(desc, &d.Format, &d.NumChannels))
+        return record(cudaErrorInvalidValue);
+    CUmipmappedArray m = NULL;
+    CUresult r = drv.MipmappedArrayCreate(&m, &d, numLevels);
+    *mipmappedArray = (cudaMipmappedArray_t)m;
+    return alloc_error(r);
+}
+
+cudaError_t CUDARTAPI cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray,
+                                                 unsigned int level)
+{
+    READY();
+    CUarray a = NULL;
+    if (!levelArray)
+        return record(cudaErrorInvalidValue);
+    CUresult r = drv.MipmappedArrayGetLevel(&a, (CUmipmappedArray)(uintptr_t)mipmappedArray, level);
+    if (r == CUDA_SUCCESS)
+        *levelArray = (cudaArray_t)a;
+    return ret(r);
+}
+
+cudaError_t CUDARTAPI cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray)
+{
+    READY();
+    return mipmappedArray ? ret(drv.MipmappedArrayDestroy((CUmipmappedArray)mipmappedArray)) : cudaSuccess;
+}
+
+/* A 2-D copy with an array on one side (the other as kind says). */
+static cudaError_t memcpy2d_array(cudaArray_const_t array, bool to_array, size_t w_offset, size_t h_offset, void *p,
+                                  size_t pitch, size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    READY();
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof(c));
+    CUmemorytype st, dt;
+    if (!pitched_types(kind, &st, &dt))
+        return record(cudaErrorInvalidMemcpyDirection);
+    if (height > 1 && pitch < width)
+        return record(cudaErrorInvalidPitchValue);
+    if (to_array) {
+        pitched_side(st, p, &c.srcMemoryType, &c.srcHost, &c.srcDevice);
+        c.srcPitch = pitch;
+        c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.dstArray = (CUarray)(uintptr_t)array;
+        c.dstXInBytes = w_offset;
+        c.dstY = h_offset;
+    } else {
+        pitched_side(dt, p, &c.dstMemoryType, (const void **)&c.dstHost, &c.dstDevice);
+        c.dstPitch = pitch;
+        c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.srcArray = (CUarray)(uintptr_t)array;
+        c.srcXInBytes = w_offset;
+        c.srcY = h_offset;
+    }
+    c.WidthInBytes = width;
+    c.Height = height;
+    return ret(drv.Memcpy2DUnaligned(&c));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                          size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind)
+{ return memcpy2d_array(dst, true, wOffset, hOffset, (void *)(uintptr_t)src, spitch, width, height, kind); }
+
+cudaError_t CUDARTAPI cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                            size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind)
+{ return memcpy2d_array(src, false, wOffset, hOffset, dst, dpitch, width, height, kind); }
+
 static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, bool ptds)
 {
     READY();

@@ -434,8 +434,28 @@ static CUresult row_address(const struct pitched_side *p, size_t y, size_t z, CU
         *out = p->dev + off;
         return CUDA_SUCCESS;
     default:
-        return CUDA_ERROR_NOT_SUPPORTED; /* arrays: none here */
+        return CUDA_ERROR_INVALID_VALUE; /* arrays were made device sides (array_side) */
     }
+}
+
+/* A side that names an array (CU_MEMORYTYPE_ARRAY) becomes the device
+ * memory its elements are in; the copy must stay inside the array. */
+static CUresult array_side(struct pitched_side *p, CUarray a, size_t width, size_t height, size_t depth)
+{
+    if (p->type != CU_MEMORYTYPE_ARRAY)
+        return CUDA_SUCCESS;
+    struct sim_array_layout l;
+    CUresult r = sim_array_side(a, &l);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (p->x > l.row_bytes || width > l.row_bytes - p->x || p->y > l.rows || height > l.rows - p->y ||
+        p->z > l.planes || depth > l.planes - p->z)
+        return CUDA_ERROR_INVALID_VALUE;
+    p->type = CU_MEMORYTYPE_DEVICE;
+    p->dev = l.base;
+    p->pitch = l.pitch;
+    p->height = l.rows;
+    return CUDA_SUCCESS;
 }
 
 static CUresult pitched_copy(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
@@ -472,7 +492,10 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, bool ptds, bool async
                                 c->srcPitch, 0 };
     struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0,
                                 c->dstPitch, 0 };
-    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, 1, s, ptds, async);
+    CUresult r = array_side(&src, c->srcArray, c->WidthInBytes, c->Height, 1);
+    if (r == CUDA_SUCCESS)
+        r = array_side(&dst, c->dstArray, c->WidthInBytes, c->Height, 1);
+    return r != CUDA_SUCCESS ? r : pitched_copy(&src, &dst, c->WidthInBytes, c->Height, 1, s, ptds, async);
 }
 
 CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
@@ -498,7 +521,10 @@ static CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, bool ptds, bool async
                                 c->srcPitch, c->srcHeight };
     struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
                                 c->dstPitch, c->dstHeight };
-    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
+    CUresult r = array_side(&src, c->srcArray, c->WidthInBytes, c->Height, c->Depth);
+    if (r == CUDA_SUCCESS)
+        r = array_side(&dst, c->dstArray, c->WidthInBytes, c->Height, c->Depth);
+    return r != CUDA_SUCCESS ? r : pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
 }
 
 CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c)
@@ -522,7 +548,10 @@ static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream s, bool ptds, 
                                 c->srcPitch, c->srcHeight };
     struct pitched_side dst = { c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
                                 c->dstPitch, c->dstHeight };
-    return pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
+    CUresult r = array_side(&src, c->srcArray, c->WidthInBytes, c->Height, c->Depth);
+    if (r == CUDA_SUCCESS)
+        r = array_side(&dst, c->dstArray, c->WidthInBytes, c->Height, c->Depth);
+    return r != CUDA_SUCCESS ? r : pitched_copy(&src, &dst, c->WidthInBytes, c->Height, c->Depth, s, ptds, async);
 }
 
 CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c)

@@ -46,6 +46,14 @@
     X(cuMemAllocManaged, 6000, 0, cuMemAllocManaged, PFN_cuMemAllocManaged_v6000)           \
     X(cuMemFree, 3020, 0, cuMemFree_v2, PFN_cuMemFree_v3020)                                \
     X(cuMemAllocPitch, 3020, 0, cuMemAllocPitch_v2, PFN_cuMemAllocPitch_v3020)              \
+    X(cuArrayCreate, 3020, 0, cuArrayCreate_v2, PFN_cuArrayCreate_v3020)                    \
+    X(cuArray3DCreate, 3020, 0, cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020)              \
+    X(cuArrayDestroy, 2000, 0, cuArrayDestroy, PFN_cuArrayDestroy_v2000)                    \
+    X(cuArrayGetDescriptor, 3020, 0, cuArrayGetDescriptor_v2, PFN_cuArrayGetDescriptor_v3020) \
+    X(cuArray3DGetDescriptor, 3020, 0, cuArray3DGetDescriptor_v2, PFN_cuArray3DGetDescriptor_v3020) \
+    X(cuMipmappedArrayCreate, 5000, 0, cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000) \
+    X(cuMipmappedArrayGetLevel, 5000, 0, cuMipmappedArrayGetLevel, PFN_cuMipmappedArrayGetLevel_v5000) \
+    X(cuMipmappedArrayDestroy, 5000, 0, cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000) \
     X(cuMemAllocAsync, 11020, 0, cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)               \
     X(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)    \
     X(cuMemFreeAsync, 11020, 0, cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)                  \

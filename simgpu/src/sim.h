@@ -272,6 +272,15 @@ enum sim_ptr_kind { SIM_PTR_HOST = 0, SIM_PTR_DEVICE, SIM_PTR_MANAGED };
  * or -EINVAL when p is inside a window but the range is not allocated. */
 int sim_ptr_classify(uint64_t p, uint64_t len, struct sim_device **d, unsigned char **hostview);
 
+/* A CUDA array's elements in device memory (array.c): where they start,
+ * bytes a row (rounded up), rows a plane, planes, and the bytes of a
+ * row's elements.  CUDA_ERROR_INVALID_HANDLE for no live array. */
+struct sim_array_layout {
+    CUdeviceptr base;
+    size_t pitch, rows, planes, row_bytes;
+};
+CUresult sim_array_side(CUarray h, struct sim_array_layout *out);
+
 /* api_context.c */
 CUresult sim_check_init(void);
 /* Device of the calling thread's current context (errors: not initialized,

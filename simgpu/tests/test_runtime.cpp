@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "test_util.h"
@@ -193,6 +194,117 @@ static void test_pinned_memory_through_the_runtime(void **)
     RT_OK(cudaFreeHost(NULL));
 }
 
+/* CUDA arrays: 2-D, 3-D and mipmapped ones take device memory (free
+ * memory drops by at least their elements' bytes, and comes back when
+ * they go), 2-D and 3-D copies reach their elements at offsets, and
+ * what is refused is refused with the runtime's errors. */
+static struct cudaExtent make_cudaExtent(size_t w, size_t h, size_t d)
+{
+    struct cudaExtent e = { w, h, d };
+    return e;
+}
+
+static void test_arrays_through_the_runtime(void **)
+{
+    size_t free0 = 0, total = 0, free1 = 0;
+    RT_OK(cudaMemGetInfo(&free0, &total));
+    struct cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+    const size_t W = 300, H = 70, row = W * 16; /* float4 elements: 4800 bytes a row */
+    cudaArray_t a = NULL;
+    RT_OK(cudaMallocArray(&a, &f4, W, H, 0));
+    assert_non_null(a);
+    RT_OK(cudaMemGetInfo(&free1, &total));
+    assert_true(free0 - free1 >= row * H);
+    std::vector<unsigned char> src(row * H), back(row * H, 0);
+    for (size_t i = 0; i < src.size(); i++)
+        src[i] = (unsigned char)(i * 13 + i / 4800);
+    RT_OK(cudaMemcpy2DToArray(a, 0, 0, src.data(), row, row, H, cudaMemcpyHostToDevice));
+    RT_OK(cudaMemcpy2DFromArray(back.data(), row, a, 0, 0, row, H, cudaMemcpyDeviceToHost));
+    assert_memory_equal(back.data(), src.data(), src.size());
+    /* 32 bytes of rows 5..9 at byte 160: an offset window */
+    std::vector<unsigned char> win(32 * 5);
+    RT_OK(cudaMemcpy2DFromArray(win.data(), 32, a, 160, 5, 32, 5, cudaMemcpyDeviceToHost));
+    for (size_t y = 0; y < 5; y++)
+        assert_memory_equal(&win[y * 32], &src[(5 + y) * row + 160], 32);
+    /* past the last row, or past a row's elements: refused */
+    assert_int_equal((int)cudaMemcpy2DFromArray(win.data(), 32, a, 0, H - 2, 32, 5, cudaMemcpyDeviceToHost),
+                     (int)cudaErrorInvalidValue);
+    assert_int_equal((int)cudaMemcpy2DToArray(a, row - 16, 0, src.data(), 32, 32, 1, cudaMemcpyHostToDevice),
+                     (int)cudaErrorInvalidValue);
+    cudaGetLastError();
+    RT_OK(cudaFreeArray(a));
+    RT_OK(cudaMemGetInfo(&free1, &total));
+    assert_int_equal(free1, free0);
+    assert_int_equal((int)cudaFreeArray(a), (int)cudaErrorInvalidResourceHandle);
+    RT_OK(cudaFreeArray(NULL));
+    cudaGetLastError();
+
+    /* three channels, and a format mixing sizes: not an array's */
+    struct cudaChannelFormatDesc f3 = cudaCreateChannelDesc(8, 8, 8, 0, cudaChannelFormatKindUnsigned);
+    struct cudaChannelFormatDesc mixed = cudaCreateChannelDesc(8, 16, 0, 0, cudaChannelFormatKindUnsigned);
+    assert_int_equal((int)cudaMallocArray(&a, &f3, W, H, 0), (int)cudaErrorInvalidValue);
+    assert_int_equal((int)cudaMallocArray(&a, &mixed, W, H, 0), (int)cudaErrorInvalidValue);
+    /* more than the device holds */
+    struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
+    assert_int_equal((int)cudaMalloc3DArray(&a, &u1, make_cudaExtent(1u << 20, 1024, total >> 30 ? (total >> 30) + 1
+                                                                                   : 1), 0),
+                     (int)cudaErrorMemoryAllocation);
+    cudaGetLastError();
+
+    /* 3-D: a plane's rows follow the array's own layout */
+    const size_t D = 3, W3 = 64, H3 = 10;
+    RT_OK(cudaMalloc3DArray(&a, &u1, make_cudaExtent(W3, H3, D), 0));
+    std::vector<unsigned char> cube(W3 * H3 * D), cube_back(W3 * H3 * D, 0);
+    for (size_t i = 0; i < cube.size(); i++)
+        cube[i] = (unsigned char)(i * 7 + 1);
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = cube.data();
+    c.srcPitch = W3;
+    c.srcHeight = H3;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = (CUarray)a;
+    c.WidthInBytes = W3;
+    c.Height = H3;
+    c.Depth = D;
+    assert_int_equal((int)cuMemcpy3D(&c), (int)CUDA_SUCCESS);
+    CUDA_MEMCPY3D b = c;
+    b.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    b.srcArray = (CUarray)a;
+    b.srcHost = NULL;
+    b.dstMemoryType = CU_MEMORYTYPE_HOST;
+    b.dstArray = NULL;
+    b.dstHost = cube_back.data();
+    b.dstPitch = W3;
+    b.dstHeight = H3;
+    assert_int_equal((int)cuMemcpy3D(&b), (int)CUDA_SUCCESS);
+    assert_memory_equal(cube_back.data(), cube.data(), cube.size());
+    b.srcZ = 1; /* planes 1..3 of 3 */
+    assert_int_equal((int)cuMemcpy3D(&b), (int)CUDA_ERROR_INVALID_VALUE);
+    RT_OK(cudaFreeArray(a));
+
+    /* mipmapped: each level its own array, halved */
+    cudaMipmappedArray_t mm = NULL;
+    RT_OK(cudaMallocMipmappedArray(&mm, &f4, make_cudaExtent(256, 256, 0), 4, 0));
+    cudaArray_t level = NULL;
+    RT_OK(cudaGetMipmappedArrayLevel(&level, mm, 3));
+    std::vector<unsigned char> l3(32 * 16, 0x5a), l3_back(32 * 16, 0);
+    RT_OK(cudaMemcpy2DToArray(level, 0, 0, l3.data(), 32 * 16, 32 * 16, 32, cudaMemcpyHostToDevice));
+    RT_OK(cudaMemcpy2DFromArray(l3_back.data(), 32 * 16, level, 0, 0, 32 * 16, 1, cudaMemcpyDeviceToHost));
+    assert_memory_equal(l3_back.data(), l3.data(), l3.size());
+    assert_int_equal((int)cudaMemcpy2DToArray(level, 0, 0, l3.data(), 32 * 16, 32 * 16, 33, cudaMemcpyHostToDevice),
+                     (int)cudaErrorInvalidValue);
+    cudaArray_t none = NULL;
+    assert_int_equal((int)cudaGetMipmappedArrayLevel(&none, mm, 4), (int)cudaErrorInvalidValue);
+    assert_null(none);
+    assert_int_equal((int)cudaFreeArray(level), (int)cudaErrorInvalidResourceHandle); /* the mipmap's */
+    cudaGetLastError();
+    RT_OK(cudaFreeMipmappedArray(mm));
+    RT_OK(cudaMemGetInfo(&free1, &total));
+    assert_int_equal(free1, free0);
+}
+
 /* Under interpose_count.so: every launch and sync went through the
  * interposer's wrappers, reached by the dlsym + self-lookup path. */
 static void test_interposer_saw_every_launch_and_sync(void **)
@@ -222,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_streams_events_and_errors),
         cmocka_unit_test(test_managed_memory_is_accepted),
         cmocka_unit_test(test_pinned_memory_through_the_runtime),
+        cmocka_unit_test(test_arrays_through_the_runtime),
         cmocka_unit_test(test_interposer_saw_every_launch_and_sync),
     };
     return cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
