@@ -139,6 +139,9 @@ enum hook_lib { DRV, RT };
 	X(cuMemAllocAsync,                   11020, 1, cuMemAllocAsync_ptsz,                 DRV, PFN_cuMemAllocAsync_v11020_ptsz)           \
 	X(cuMemAllocFromPoolAsync,           11020, 0, cuMemAllocFromPoolAsync,              DRV, PFN_cuMemAllocFromPoolAsync_v11020)        \
 	X(cuMemAllocFromPoolAsync,           11020, 1, cuMemAllocFromPoolAsync_ptsz,         DRV, PFN_cuMemAllocFromPoolAsync_v11020_ptsz)   \
+	X(cuArrayCreate,                     3020,  0, cuArrayCreate_v2,                     DRV, PFN_cuArrayCreate_v3020)                   \
+	X(cuArray3DCreate,                   3020,  0, cuArray3DCreate_v2,                   DRV, PFN_cuArray3DCreate_v3020)                 \
+	X(cuMipmappedArrayCreate,            5000,  0, cuMipmappedArrayCreate,               DRV, PFN_cuMipmappedArrayCreate_v5000)          \
 	X(cuMemsetD8,                        3020,  0, cuMemsetD8_v2,                        DRV, PFN_cuMemsetD8_v3020)                      \
 	X(cuMemsetD8,                        7000,  1, cuMemsetD8_v2_ptds,                   DRV, PFN_cuMemsetD8_v7000_ptds)                 \
 	X(cuMemsetD8Async,                   3020,  0, cuMemsetD8Async,                      DRV, PFN_cuMemsetD8Async_v3020)                 \

@@ -88,9 +88,11 @@ MEMSET_WIDTH(32, unsigned int, 4)
  * (their regions page on demand from their next launch:
  * gpu_mappings_make_room), and the allocation is tried again. Without the
  * shim the memory would have been free. The stream-ordered ones take the
- * current device's (a pool's device is not asked of the driver). Arrays
- * (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate) are not
- * watched: such a failure reaches the program. */
+ * current device's (a pool's device is not asked of the driver). So do
+ * arrays (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: cudart's
+ * cudaMallocArray family), whose size is estimated from their descriptor;
+ * room is made again while the retry still finds none and replicas are
+ * left to give up. */
 #define CURRENT_DEVICE (-2)
 static bool room_made(int dev, size_t n)
 {
@@ -161,6 +163,95 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #undef ALLOC_FROM_POOL
+
+/* Bytes an element of format f with `channels` channels takes; 16 (the
+ * largest) for a format not listed. */
+static size_t element_bytes(CUarray_format f, unsigned channels)
+{
+	switch (f) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return channels;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2u * channels;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4u * channels;
+	default:
+		return 16;
+	}
+}
+
+/* The bytes an array of d takes, rows rounded up to 512 bytes (as pitched
+ * memory is), levels halving each extent (layers and cube faces stay);
+ * SIZE_MAX when that overflows. */
+static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+	size_t w = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1, total = 0;
+	bool keep_z = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+	size_t e = element_bytes(d->Format, d->NumChannels ? d->NumChannels : 1);
+	for (unsigned l = 0; l < (levels ? levels : 1); l++) {
+		if (w > (SIZE_MAX - 511) / e)
+			return SIZE_MAX;
+		size_t row = (w * e + 511) & ~(size_t)511;
+		if (h > SIZE_MAX / row || z > SIZE_MAX / (row * h) || row * h * z > SIZE_MAX - total)
+			return SIZE_MAX;
+		total += row * h * z;
+		w = w > 1 ? w / 2 : 1;
+		h = h > 1 ? h / 2 : 1;
+		z = keep_z || z == 1 ? z : z / 2;
+	}
+	return total;
+}
+
+/* An array that found no room: replicas are given up for it until the
+ * allocation succeeds or none is left. */
+#define ARRAY_RETRY(call, bytes)                                                                          \
+	do {                                                                                              \
+		while (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, (bytes)))             \
+			rc = (call);                                                                      \
+	} while (0)
+
+GAIA_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+	__typeof__(&cuArrayCreate_v2) real = REAL_OF(cuArrayCreate_v2);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(handle, d);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && d) {
+		CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = d->Width, .Height = d->Height, .Format = d->Format,
+					      .NumChannels = d->NumChannels};
+		ARRAY_RETRY(real(handle, d), array_bytes(&d3, 1));
+	}
+	return rc;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	__typeof__(&cuArray3DCreate_v2) real = REAL_OF(cuArray3DCreate_v2);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(handle, d);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && d)
+		ARRAY_RETRY(real(handle, d), array_bytes(d, 1));
+	return rc;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *handle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+						    unsigned int levels)
+{
+	__typeof__(&cuMipmappedArrayCreate) real = REAL_OF(cuMipmappedArrayCreate);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(handle, d, levels);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY && d)
+		ARRAY_RETRY(real(handle, d, levels), array_bytes(d, levels));
+	return rc;
+}
+#undef ARRAY_RETRY
 
 /* cuMemCreate: device memory on the device it names. */
 GAIA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,

@@ -247,8 +247,14 @@ run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=page
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc
 # ... and the replica back whole at the first sync after the cudaFree.
 run "protocol promote_after_free" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" promote_after_free
-# The same through cudaMallocPitch and the stream-ordered cudaMallocAsync.
-for a in cudaMallocPitch cudaMallocAsync; do
+# ... and a read-only one kernels read in one 64 KiB unit of eight stays
+# paged then (the bus bytes are checked only where the simulator counts
+# them; GAIA_LOG=info says what was chosen).
+run "protocol promote_touched" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto GAIA_LOG=info SIMGPU_MEM_MB=64 \
+	PROTOCOL_TOUCH=sparse -- "$protocol" promote_touched
+# The same through cudaMallocPitch, the stream-ordered cudaMallocAsync and
+# a 3-D CUDA array.
+for a in cudaMallocPitch cudaMallocAsync cudaMalloc3DArray; do
 	[[ $quick == 1 ]] && continue
 	run "protocol demote_under_malloc $a" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 \
 		"PROTOCOL_ALLOC=$a" -- "$protocol" demote_under_malloc

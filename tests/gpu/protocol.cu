@@ -1537,6 +1537,53 @@ static void case_paged_phases(void)
 
 static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
 static bool freed_async; /* malloc_over_a_replica's allocation is stream-ordered */
+/* malloc_over_a_replica's allocation is a CUDA array (its handle), or a
+ * mipmapped one */
+static enum { NOT_ARRAY, ARRAY, MIPMAP } big_array;
+
+/* A CUDA array of at least `want` bytes: float4 elements, rows of 64 KiB,
+ * planes of 1 MiB or more (within every device's 3-D extents), one level
+ * (2-D: 64 KiB rows, as many as it takes). */
+static void *array_over(size_t want, const char *alloc)
+{
+	const size_t row = 64u << 10, w = row / 16;
+	struct cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+	cudaError_t e;
+	void *big = NULL;
+	if (!strcmp(alloc, "cudaMallocArray")) {
+		cudaArray_t a = NULL;
+		e = cudaMallocArray(&a, &f4, w, (want + row - 1) / row, 0);
+		big = a;
+		big_array = ARRAY;
+	} else {
+		size_t h = 16, d;
+		while ((d = (want + row * h - 1) / (row * h)) > 8192)
+			h *= 2;
+		struct cudaExtent x = {w, h, d};
+		if (!strcmp(alloc, "cudaMallocMipmappedArray")) {
+			cudaMipmappedArray_t mm = NULL;
+			e = cudaMallocMipmappedArray(&mm, &f4, x, 2, 0);
+			big = mm;
+			big_array = MIPMAP;
+		} else {
+			cudaArray_t a = NULL;
+			e = cudaMalloc3DArray(&a, &f4, x, 0);
+			big = a;
+			big_array = ARRAY;
+		}
+	}
+	CHECK(e == cudaSuccess, "%s of %zu MiB over a replica: %s", alloc, want >> 20, cudaGetErrorName(e));
+	/* usable: a row in and out */
+	cudaArray_t a = (cudaArray_t)big;
+	if (big_array == MIPMAP)
+		CUDA_OK(cudaGetMipmappedArrayLevel(&a, (cudaMipmappedArray_t)big, 0));
+	static unsigned char in[64u << 10], out[64u << 10];
+	memset(in, 0x5c, sizeof(in));
+	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, in, row, row, 1, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy2DFromArray(out, row, a, 0, 0, row, 1, cudaMemcpyDeviceToHost));
+	CHECK(!memcmp(in, out, row), "a row of the array did not read back");
+	return big;
+}
 
 /* A writable file of `bytes` mapped shared, a kernel writing byte 0 of
  * every page (a whole replica) and the CPU byte 1 of every third page, not
@@ -1585,6 +1632,8 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 		CHECK(cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease"); /* freed when unmapped */
 		big = (void *)(uintptr_t)va;
 		vmm_big = want;
+	} else if (alloc && strstr(alloc, "Array")) {
+		big = array_over(want, alloc);
 	} else if (alloc && !strcmp(alloc, "cudaMallocPitch")) {
 		/* Rows of 96 KiB (a multiple of any pitch alignment). */
 		const size_t width = 96u << 10, height = (want + width - 1) / width;
@@ -1611,6 +1660,14 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 /* Frees what malloc_over_a_replica took. */
 static void free_big(void *big)
 {
+	if (big_array) {
+		if (big_array == MIPMAP)
+			CUDA_OK(cudaFreeMipmappedArray((cudaMipmappedArray_t)big));
+		else
+			CUDA_OK(cudaFreeArray((cudaArray_t)big));
+		big_array = NOT_ARRAY;
+		return;
+	}
 	if (freed_async) {
 		CUDA_OK(cudaFreeAsync(big, 0));
 		freed_async = false;
@@ -1638,7 +1695,8 @@ static void case_demote_under_malloc(void)
 	unsigned char *m;
 	size_t want;
 	void *big = malloc_over_a_replica(bytes, &fd, &m, &want);
-	CUDA_OK(cudaMemset(big, 0x5c, want));
+	if (!big_array)
+		CUDA_OK(cudaMemset(big, 0x5c, want));
 	CUDA_OK(cudaDeviceSynchronize());
 	for (size_t p = 0; p < pages; p++) {
 		CHECK(m[p * PAGE] == 0x11, "page %zu byte 0 is %#x, the kernel wrote 0x11", p, m[p * PAGE]);
