@@ -61,6 +61,10 @@ struct cuda_replica {
 	size_t learned_units;
 	bool prefetch_due;
 	uint32_t window_pages;
+	/* paged, and made while fault records were on: the units it faulted
+	 * on since are what kernels touched of it (a unit stops faulting once
+	 * on the device, so the learned set's last rounds would not say) */
+	bool observed;
 	/* it was said at info level that the replica stays paged although a
 	 * whole one would fit (kernels touched little of it) */
 	bool stays_said;
@@ -86,9 +90,9 @@ GAIA_HIDDEN size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *ad
  * (readahead_adapt), the latest round's units first, at most budget bytes
  * (0: no cap); waited for. */
 GAIA_HIDDEN void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round);
-/* How many of a paged replica's units are in its set as of `round` (0
- * when it learned nothing: r->learned NULL). */
-GAIA_HIDDEN size_t cuda_replica_set_units(const struct cuda_replica *r, uint32_t round);
+/* How many of a paged replica's units kernels faulted on since it was
+ * made (0 when none: r->learned NULL). */
+GAIA_HIDDEN size_t cuda_replica_touched_units(const struct cuda_replica *r);
 
 /* The size of an upload's chunks (GAIA_GPU_READAHEAD_KB), in bytes. */
 GAIA_HIDDEN size_t cuda_upload_chunk_bytes(void);

@@ -190,11 +190,11 @@ static uint64_t set_pages_in(const struct cuda_replica *r, uint64_t first, uint6
 	return used;
 }
 
-size_t cuda_replica_set_units(const struct cuda_replica *r, uint32_t round)
+size_t cuda_replica_touched_units(const struct cuda_replica *r)
 {
 	size_t n = 0;
 	for (size_t u = 0; r->learned && u < r->learned_units; u++)
-		n += in_set(r, u, round);
+		n += r->learned[u] != 0;
 	return n;
 }
 

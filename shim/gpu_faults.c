@@ -213,6 +213,11 @@ void gpu_faults_prepare(void)
 	pthread_mutex_unlock(&start_lock);
 }
 
+bool gpu_faults_on(void)
+{
+	return __atomic_load_n(&on, __ATOMIC_ACQUIRE) != 0;
+}
+
 uint64_t *gpu_faults_take(size_t *n)
 {
 	*n = 0;
@@ -257,6 +262,11 @@ void gpu_faults_prepare(void)
 	if (__atomic_load_n(&wanted, __ATOMIC_ACQUIRE) && gaia_config()->gpu_faults != GAIA_GPU_FAULTS_OFF)
 		gaia_log_once(&once, GAIA_LOG_INFO, "regions paged on demand page on faults alone: the shim "
 			      "was built without CUPTI's headers");
+}
+
+bool gpu_faults_on(void)
+{
+	return false;
 }
 
 uint64_t *gpu_faults_take(size_t *n)

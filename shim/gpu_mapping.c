@@ -425,6 +425,7 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	m->exec.stored = forget_own_stores;
 	if (r->paged) {
 		gpu_faults_want();
+		r->observed = gpu_faults_on();
 		stats_add(GAIA_STAT_paged_replicas, 1);
 		gaia_info("%s: replica on device %d in managed memory paged on demand, %zu KiB (base "
 			  "copies on the host): %s", m->path, dev, m->len / 1024, paged_why);
@@ -783,15 +784,22 @@ static bool fits_whole(const struct gaia_mapping *m, int dev, size_t free_bytes)
 	return r && r->paged && gaia_config()->backing != GAIA_BACKING_PAGED && m->len <= free_bytes / 2;
 }
 
-/* Whether kernels touched less than half of m's paged replica r in their
- * last rounds, m being a region no kernel writes (no base copies): what
- * they touched stays on the device once there, and a whole replica would
- * move the rest too. A writable region's paged replica is compared on the
- * host at every sync (what kernels touched comes back), and one with
- * nothing learned (GAIA_GPU_FAULTS=off, no CUPTI) is judged by size. */
+/* A replica's 64 KiB units. */
+static size_t units_of(const struct gaia_mapping *m)
+{
+	return (m->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT;
+}
+
+/* Whether kernels touched less than half of m's paged replica r since it
+ * was made, m being a region no kernel writes (no base copies): what they
+ * touched stays on the device once there, and a whole replica would move
+ * the rest too. A writable region's paged replica is compared on the host
+ * at every sync (what kernels touched comes back), and one made before
+ * fault records were on (GAIA_GPU_FAULTS=off, no CUPTI, or the launch
+ * that turned them on) is judged by size. */
 static bool read_sparsely(const struct gaia_mapping *m, const struct cuda_replica *r)
 {
-	return !m->exec.writable && r->learned && cuda_replica_set_units(r, learn_round) * 2 < r->learned_units;
+	return !m->exec.writable && r->observed && cuda_replica_touched_units(r) * 2 < units_of(m);
 }
 
 /* Whether m's replica on dev goes, for a whole one at the next launch. */
@@ -846,10 +854,9 @@ unsigned gpu_mappings_promote(int dev)
 		} else if (fits_whole(m, dev, free_bytes) && !r->stays_said) {
 			r->stays_said = true;
 			gaia_info("%s: device %d has room for a whole replica (%zu MiB free), but kernels touched "
-				  "%zu of its %zu 64 KiB units in their last rounds: it stays paged on demand (its "
+				  "%zu of its %zu 64 KiB units since it pages on demand: it stays paged (its "
 				  "kernels cannot write it; a whole replica would move the rest too)",
-				  m->path, dev, free_bytes >> 20, cuda_replica_set_units(r, learn_round),
-				  r->learned_units);
+				  m->path, dev, free_bytes >> 20, cuda_replica_touched_units(r), units_of(m));
 		}
 	}
 	mapping_lock_give();

@@ -113,6 +113,9 @@ GAIA_HIDDEN size_t gpu_device_total_bytes(void);
 GAIA_HIDDEN void gpu_faults_want(void);
 GAIA_HIDDEN void gpu_faults_prepare(void);
 GAIA_HIDDEN uint64_t *gpu_faults_take(size_t *n);
+/* Whether CUPTI's fault records are on (from then on, every fault of a
+ * kernel in a paged replica is learned). */
+GAIA_HIDDEN bool gpu_faults_on(void);
 /* After a full release on dev: what the kernels faulted on becomes the
  * learned set of each replica paged on demand (prefetched before the next
  * launch). Outside the shim's locks. */

@@ -259,6 +259,9 @@ for a in cudaMallocPitch cudaMallocAsync cudaMalloc3DArray; do
 	run "protocol demote_under_malloc $a" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 \
 		"PROTOCOL_ALLOC=$a" -- "$protocol" demote_under_malloc
 done
+# A copy between a CUDA array and a mapped file: refused, not made from
+# stale bytes.
+run "protocol array_copies" "shim vmm" exit "${shim_env[@]}" GAIA_BACKING=vmm -- "$protocol" array_copies
 # Random sequences against the model of the promise, in each mode the
 # device allows (read in place: a read-only mapping kernels only read).
 for b in vmm managed paged; do

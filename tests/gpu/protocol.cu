@@ -1773,16 +1773,21 @@ static void case_promote_after_free(void)
  * memory. PROTOCOL_TOUCH=sparse: the places lie in one 64 KiB unit of
  * every eight, and once the memory is free the region stays paged (what
  * kernels touched is on the device; a whole replica would move the other
- * seven eighths too). dense: in every unit, and it comes back whole, as it
- * does, sparse or not, when nothing was learned (GAIA_GPU_FAULTS=off).
- * Every byte a kernel reads is the file's. */
+ * seven eighths too). Made whole again: dense (every unit), most (160 of
+ * its 256 units), aged (every unit, then rounds in which the region,
+ * all on the device, faults no more while the program's own managed
+ * buffer does), sparse with nothing learned (GAIA_GPU_FAULTS=off), and
+ * sparse in a writable mapping (PROTOCOL_WRITABLE=1). Every byte a kernel
+ * reads is the file's. */
 static void case_promote_touched(void)
 {
 	enum { UNIT = 64 << 10 };
 	const size_t bytes = 16u << 20, units = bytes / UNIT;
 	const char *touch = getenv("PROTOCOL_TOUCH"), *faults = getenv("GAIA_GPU_FAULTS");
-	const bool dense = touch && !strcmp(touch, "dense"), learned = !(faults && !strcmp(faults, "off"));
-	const size_t touched = dense ? units : units / 8;
+	const char *wr = getenv("PROTOCOL_WRITABLE");
+	const bool learned = !(faults && !strcmp(faults, "off")), writable = wr && !strcmp(wr, "1");
+	const bool sparse = !touch || !strcmp(touch, "sparse"), aged = touch && !strcmp(touch, "aged");
+	const size_t touched = sparse ? units / 8 : touch && !strcmp(touch, "most") ? units * 5 / 8 : units;
 	static unsigned long long at[SPARSE_N];
 	int fd = make_file(bytes, 0x5a);
 	for (unsigned i = 0; i < SPARSE_N; i++) {
@@ -1790,7 +1795,8 @@ static void case_promote_touched(void)
 		unsigned char v = (unsigned char)(i * 7 + 1);
 		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
 	}
-	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	const unsigned char *m = writable ? map_file(fd, bytes, MAP_SHARED)
+					  : map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
 	gather_and_check(m, fd, at, "a whole replica");
 	size_t free_bytes = 0, total = 0;
 	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
@@ -1800,6 +1806,29 @@ static void case_promote_touched(void)
 	      (free_bytes >> 20) + 8, free_bytes >> 20, bytes >> 20, cudaGetErrorName(e));
 	rewrite_places(fd, at, 1, 90);
 	gather_and_check(m, fd, at, "paged on demand");
+	if (aged) {
+		const size_t own_bytes = 2u << 20;
+		unsigned char *own = NULL;
+		CUDA_OK(cudaMallocManaged((void **)&own, own_bytes, cudaMemAttachGlobal));
+		static unsigned long long own_at[SPARSE_N];
+		for (unsigned i = 0; i < SPARSE_N; i++)
+			own_at[i] = (unsigned long long)(i % (own_bytes / UNIT)) * UNIT;
+		unsigned long long *d_at;
+		unsigned char *d_out;
+		CUDA_OK(cudaMalloc((void **)&d_at, sizeof(own_at)));
+		CUDA_OK(cudaMalloc((void **)&d_out, SPARSE_N));
+		CUDA_OK(cudaMemcpy(d_at, own_at, sizeof(own_at), cudaMemcpyHostToDevice));
+		for (int round = 0; round < 6; round++) {
+			gather_and_check(m, fd, at, "on the device, read again");
+			memset(own, round, own_bytes); /* back to the host: the next kernel faults */
+			SIMGPU_LAUNCH(gather_bytes, SPARSE_N / 128, 128, 0, 0)(own, d_at, d_out, SPARSE_N);
+			CUDA_OK(cudaGetLastError());
+			CUDA_OK(cudaDeviceSynchronize());
+		}
+		CUDA_OK(cudaFree(d_at));
+		CUDA_OK(cudaFree(d_out));
+		CUDA_OK(cudaFree(own));
+	}
 	CUDA_OK(cudaFree(big));
 	CUDA_OK(cudaDeviceSynchronize()); /* the device has room again */
 	uint64_t before = bus_htod_bytes();
@@ -1809,14 +1838,53 @@ static void case_promote_touched(void)
 	gather_and_check(m, fd, at, "after the file changed again");
 	if (!bytes_counted("bus bytes of a region promoted or not"))
 		return;
-	printf("%s places, %s: %llu KiB crossed the bus at the launch after the free\n", dense ? "dense" : "sparse",
-	       learned ? "faults learned" : "nothing learned", (unsigned long long)(moved >> 10));
-	if (dense || !learned)
-		CHECK(moved >= bytes, "%llu KiB crossed the bus: the %zu MiB region read %s was not made whole again",
-		      (unsigned long long)(moved >> 10), bytes >> 20, dense ? "in every unit" : "with nothing learned");
-	else
+	const bool stays = sparse && learned && !writable;
+	printf("%s places (%zu of %zu units), %s, %s: %llu KiB crossed the bus at the launch after the free\n",
+	       touch ? touch : "sparse", touched, units, learned ? "faults learned" : "nothing learned",
+	       writable ? "writable" : "read-only", (unsigned long long)(moved >> 10));
+	if (stays)
 		CHECK(moved < bytes / 2, "%llu KiB crossed the bus: the %zu MiB region kernels read in one unit of "
 		      "eight was made whole again", (unsigned long long)(moved >> 10), bytes >> 20);
+	else
+		CHECK(moved >= bytes, "%llu KiB crossed the bus: the %zu MiB region (%zu of %zu units read, %s, %s) "
+		      "was not made whole again", (unsigned long long)(moved >> 10), bytes >> 20, touched, units,
+		      learned ? "faults learned" : "nothing learned", writable ? "writable" : "read-only");
+}
+
+/* A CUDA array and a mapped file: a copy between them (either way) is
+ * refused with cudaErrorNotSupported, never made from or into stale
+ * bytes; through the program's own host memory it is made, and the bytes
+ * are the file's. */
+static void case_array_copies(void)
+{
+	const size_t row = 4096, rows = 8, bytes = row * rows;
+	int fd = make_file(bytes, 0x3d);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* a replica, the kernel's byte on every page */
+	struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
+	cudaArray_t a = NULL;
+	CUDA_OK(cudaMallocArray(&a, &u1, row, rows, 0));
+	cudaError_t e = cudaMemcpy2DToArray(a, 0, 0, m, row, row, rows, cudaMemcpyHostToDevice);
+	CHECK(e == cudaErrorNotSupported, "cudaMemcpy2DToArray from a mapped file: %s, want cudaErrorNotSupported",
+	      cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	e = cudaMemcpy2DFromArray(m, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost);
+	CHECK(e == cudaErrorNotSupported, "cudaMemcpy2DFromArray into a mapped file: %s, want cudaErrorNotSupported",
+	      cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char *own = (unsigned char *)malloc(bytes), *back = (unsigned char *)malloc(bytes);
+	CHECK(own && back, "malloc");
+	memcpy(own, m, bytes); /* the program's copy of what it sees */
+	for (size_t p = 0; p < bytes / PAGE; p++)
+		CHECK(own[p * PAGE] == 0x11 && own[p * PAGE + 1] == 0x3d, "page %zu of the mapping: %#x %#x", p,
+		      own[p * PAGE], own[p * PAGE + 1]);
+	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, own, row, row, rows, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy2DFromArray(back, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost));
+	CHECK(!memcmp(own, back, bytes), "the array did not keep the bytes copied through host memory");
+	CUDA_OK(cudaFreeArray(a));
+	free(own);
+	free(back);
 }
 
 /* A region read in place made writable: the registration goes (or
@@ -2328,6 +2396,8 @@ int main(int argc, char **argv)
 		case_promote_after_free();
 	else if (!strcmp(c, "promote_touched"))
 		case_promote_touched();
+	else if (!strcmp(c, "array_copies"))
+		case_array_copies();
 	else if (!strcmp(c, "model"))
 		case_model(false);
 	else if (!strcmp(c, "model_ro"))
