@@ -168,6 +168,8 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
  * largest) for a format not listed. */
 static size_t element_bytes(CUarray_format f, unsigned channels)
 {
+	if (channels > 4)
+		channels = 4;
 	switch (f) {
 	case CU_AD_FORMAT_UNSIGNED_INT8:
 	case CU_AD_FORMAT_SIGNED_INT8:
@@ -193,13 +195,17 @@ static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
 	size_t w = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1, total = 0;
 	bool keep_z = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
 	size_t e = element_bytes(d->Format, d->NumChannels ? d->NumChannels : 1);
-	for (unsigned l = 0; l < (levels ? levels : 1); l++) {
+	/* the driver clamps the levels to 1 + log2 of the longest extent:
+	 * none past the one where every extent that halves is 1 */
+	for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {
 		if (w > (SIZE_MAX - 511) / e)
 			return SIZE_MAX;
 		size_t row = (w * e + 511) & ~(size_t)511;
 		if (h > SIZE_MAX / row || z > SIZE_MAX / (row * h) || row * h * z > SIZE_MAX - total)
 			return SIZE_MAX;
 		total += row * h * z;
+		if (w == 1 && h == 1 && (keep_z || z == 1))
+			break;
 		w = w > 1 ? w / 2 : 1;
 		h = h > 1 ? h / 2 : 1;
 		z = keep_z || z == 1 ? z : z / 2;

@@ -93,8 +93,18 @@ static size_t element_bytes(CUarray_format f, unsigned channels)
 static CUresult layout(const CUDA_ARRAY3D_DESCRIPTOR *d, size_t *pitch, size_t *rows, size_t *planes,
                        size_t *row_bytes)
 {
-    if (!d || d->Width == 0 || (d->Depth && !d->Height && !(d->Flags & CUDA_ARRAY3D_LAYERED)))
+    if (!d || d->Width == 0 || (d->Depth && !d->Height && !(d->Flags & CUDA_ARRAY3D_LAYERED)) ||
+        ((d->Flags & CUDA_ARRAY3D_LAYERED) && !d->Depth))
         return CUDA_ERROR_INVALID_VALUE;
+    /* the extents of compute capability 9.0 (CUDA C++ Programming Guide,
+     * "Technical Specifications per Compute Capability"): 1-D and 2-D
+     * 131072 wide, 2-D 65536 high, 3-D 16384 each way, layers 2048 */
+    bool layered = d->Flags & CUDA_ARRAY3D_LAYERED, three_d = d->Depth && !layered;
+    if ((three_d && (d->Width > 16384 || d->Height > 16384 || d->Depth > 16384)) ||
+        (!three_d && (d->Width > 131072 || d->Height > 65536)) || (layered && d->Depth > 2048 * 6))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) && d->Depth)
+        return CUDA_ERROR_INVALID_VALUE;  /* gather: 2-D arrays only */
     if (d->Flags & ~(unsigned)(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
                                CUDA_ARRAY3D_TEXTURE_GATHER))
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -243,8 +253,17 @@ CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_AR
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pHandle || !d || numMipmapLevels == 0 || numMipmapLevels > MAX_LEVELS)
+    if (!pHandle || !d || numMipmapLevels == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    /* cuda.h: clamped to [1, 1 + floor(log2(max(width, height, depth)))] */
+    size_t longest = d->Width > d->Height ? d->Width : d->Height;
+    if (!(d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) && d->Depth > longest)
+        longest = d->Depth;
+    unsigned most = 1;
+    while (longest >> most && most < MAX_LEVELS)
+        most++;
+    if (numMipmapLevels > most)
+        numMipmapLevels = most;
     struct CUmipmappedArray_st *mm = calloc(1, sizeof(*mm));
     if (!mm)
         return CUDA_ERROR_OUT_OF_MEMORY;

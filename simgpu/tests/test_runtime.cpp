@@ -246,9 +246,14 @@ static void test_arrays_through_the_runtime(void **)
     assert_int_equal((int)cudaMallocArray(&a, &mixed, W, H, 0), (int)cudaErrorInvalidValue);
     /* more than the device holds */
     struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
-    assert_int_equal((int)cudaMalloc3DArray(&a, &u1, make_cudaExtent(1u << 20, 1024, total >> 30 ? (total >> 30) + 1
-                                                                                   : 1), 0),
+    assert_int_equal((int)cudaMalloc3DArray(&a, &u1, make_cudaExtent(16384, 16384, (total >> 28) + 1), 0),
                      (int)cudaErrorMemoryAllocation);
+    /* past a 3-D array's extents (16384), or a 2-D one's (131072 x 65536) */
+    assert_int_equal((int)cudaMalloc3DArray(&a, &u1, make_cudaExtent(16385, 2, 2), 0), (int)cudaErrorInvalidValue);
+    assert_int_equal((int)cudaMallocArray(&a, &u1, 2, 65537, 0), (int)cudaErrorInvalidValue);
+    /* layered with no layers */
+    assert_int_equal((int)cudaMalloc3DArray(&a, &u1, make_cudaExtent(16, 16, 0), cudaArrayLayered),
+                     (int)cudaErrorInvalidValue);
     cudaGetLastError();
 
     /* 3-D: a plane's rows follow the array's own layout */
@@ -289,12 +294,30 @@ static void test_arrays_through_the_runtime(void **)
     RT_OK(cudaMallocMipmappedArray(&mm, &f4, make_cudaExtent(256, 256, 0), 4, 0));
     cudaArray_t level = NULL;
     RT_OK(cudaGetMipmappedArrayLevel(&level, mm, 3));
-    std::vector<unsigned char> l3(32 * 16, 0x5a), l3_back(32 * 16, 0);
-    RT_OK(cudaMemcpy2DToArray(level, 0, 0, l3.data(), 32 * 16, 32 * 16, 32, cudaMemcpyHostToDevice));
-    RT_OK(cudaMemcpy2DFromArray(l3_back.data(), 32 * 16, level, 0, 0, 32 * 16, 1, cudaMemcpyDeviceToHost));
+    /* level 3 of 256x256: 32 rows of 32 float4 (512 bytes) */
+    std::vector<unsigned char> l3(32 * 512), l3_back(32 * 512, 0), l0(256 * 16, 0);
+    for (size_t i = 0; i < l3.size(); i++)
+        l3[i] = (unsigned char)(i * 11 + i / 512);
+    RT_OK(cudaMemcpy2DToArray(level, 0, 0, l3.data(), 512, 512, 32, cudaMemcpyHostToDevice));
+    RT_OK(cudaMemcpy2DFromArray(l3_back.data(), 512, level, 0, 0, 512, 32, cudaMemcpyDeviceToHost));
     assert_memory_equal(l3_back.data(), l3.data(), l3.size());
-    assert_int_equal((int)cudaMemcpy2DToArray(level, 0, 0, l3.data(), 32 * 16, 32 * 16, 33, cudaMemcpyHostToDevice),
+    std::vector<unsigned char> big_src(33 * 512, 0);
+    assert_int_equal((int)cudaMemcpy2DToArray(level, 0, 0, big_src.data(), 512, 512, 33, cudaMemcpyHostToDevice),
                      (int)cudaErrorInvalidValue);
+    cudaGetLastError();
+    /* level 0 is its own memory: its first row still reads zeros */
+    cudaArray_t level0 = NULL;
+    RT_OK(cudaGetMipmappedArrayLevel(&level0, mm, 0));
+    RT_OK(cudaMemcpy2DFromArray(l0.data(), l0.size(), level0, 0, 0, l0.size(), 1, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < l0.size(); i++)
+        assert_int_equal(l0[i], 0);
+    /* levels past 1 + log2(256) are clamped away (cuda.h) */
+    cudaMipmappedArray_t mm2 = NULL;
+    RT_OK(cudaMallocMipmappedArray(&mm2, &f4, make_cudaExtent(256, 256, 0), 20, 0));
+    RT_OK(cudaGetMipmappedArrayLevel(&level, mm2, 8));
+    assert_int_equal((int)cudaGetMipmappedArrayLevel(&level, mm2, 9), (int)cudaErrorInvalidValue);
+    cudaGetLastError();
+    RT_OK(cudaFreeMipmappedArray(mm2));
     cudaArray_t none = NULL;
     assert_int_equal((int)cudaGetMipmappedArrayLevel(&none, mm, 4), (int)cudaErrorInvalidValue);
     assert_null(none);

@@ -1537,48 +1537,69 @@ static void case_paged_phases(void)
 
 static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
 static bool freed_async; /* malloc_over_a_replica's allocation is stream-ordered */
-/* malloc_over_a_replica's allocation is a CUDA array (its handle), or a
- * mipmapped one */
-static enum { NOT_ARRAY, ARRAY, MIPMAP } big_array;
+/* malloc_over_a_replica's allocation is a CUDA array (its handle): the
+ * runtime's, the driver's, or a mipmapped one */
+static enum { NOT_ARRAY, ARRAY, DRIVER_ARRAY, MIPMAP } big_array;
+static void *array_pre; /* the program's memory taken ahead of the array */
 
-/* A CUDA array of at least `want` bytes: float4 elements, rows of 64 KiB,
- * planes of 1 MiB or more (within every device's 3-D extents), one level
- * (2-D: 64 KiB rows, as many as it takes). */
-static void *array_over(size_t want, const char *alloc)
+/* A CUDA array that needs 8 MiB more than is free: the program's own
+ * cudaMalloc first takes all but 24 MiB of the free memory, then 32 MiB
+ * of float4 in a shape no layout pads (rows of 16384 elements, 256 KiB;
+ * 128 rows, or 16 rows by 8 planes; a mipmap has 7 planes and a 3 MiB
+ * level), so the replica's 32 MiB cover it on any device. */
+static void *array_over(const char *alloc)
 {
-	const size_t row = 64u << 10, w = row / 16;
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	const size_t keep = 24u << 20, w = 16384;
+	if (free_bytes > keep)
+		CUDA_OK(cudaMalloc(&array_pre, free_bytes - keep));
 	struct cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
-	cudaError_t e;
+	struct cudaExtent x = {w, 16, 8};
+	cudaError_t e = cudaSuccess;
 	void *big = NULL;
-	if (!strcmp(alloc, "cudaMallocArray")) {
+	if (!strcmp(alloc, "cuArrayCreate")) {
+		CUDA_ARRAY_DESCRIPTOR d;
+		memset(&d, 0, sizeof(d));
+		d.Width = w;
+		d.Height = 128;
+		d.Format = CU_AD_FORMAT_FLOAT;
+		d.NumChannels = 4;
+		CUarray h = NULL;
+		CUresult r = cuArrayCreate(&h, &d);
+		CHECK(r == CUDA_SUCCESS, "cuArrayCreate of 32 MiB with 24 MiB free and a replica to give up: %d", (int)r);
+		big = h;
+		big_array = DRIVER_ARRAY;
+	} else if (!strcmp(alloc, "cudaMallocArray")) {
 		cudaArray_t a = NULL;
-		e = cudaMallocArray(&a, &f4, w, (want + row - 1) / row, 0);
+		e = cudaMallocArray(&a, &f4, w, 128, 0);
 		big = a;
 		big_array = ARRAY;
+	} else if (!strcmp(alloc, "cudaMallocMipmappedArray")) {
+		/* 7 planes: 28 MiB and a 3 MiB level fit where the replica was
+		 * (the simulated device's memory has no virtual addresses:
+		 * the free 24 MiB and the replica's 32 are not one range) */
+		cudaMipmappedArray_t mm = NULL;
+		struct cudaExtent x7 = {w, 16, 7};
+		e = cudaMallocMipmappedArray(&mm, &f4, x7, 2, 0);
+		big = mm;
+		big_array = MIPMAP;
 	} else {
-		size_t h = 16, d;
-		while ((d = (want + row * h - 1) / (row * h)) > 8192)
-			h *= 2;
-		struct cudaExtent x = {w, h, d};
-		if (!strcmp(alloc, "cudaMallocMipmappedArray")) {
-			cudaMipmappedArray_t mm = NULL;
-			e = cudaMallocMipmappedArray(&mm, &f4, x, 2, 0);
-			big = mm;
-			big_array = MIPMAP;
-		} else {
-			cudaArray_t a = NULL;
-			e = cudaMalloc3DArray(&a, &f4, x, 0);
-			big = a;
-			big_array = ARRAY;
-		}
+		cudaArray_t a = NULL;
+		e = cudaMalloc3DArray(&a, &f4, x, 0);
+		big = a;
+		big_array = ARRAY;
 	}
-	CHECK(e == cudaSuccess, "%s of %zu MiB over a replica: %s", alloc, want >> 20, cudaGetErrorName(e));
+	CHECK(e == cudaSuccess, "%s of 32 MiB with 24 MiB free and a replica to give up: %s", alloc,
+	      cudaGetErrorName(e));
 	/* usable: a row in and out */
 	cudaArray_t a = (cudaArray_t)big;
 	if (big_array == MIPMAP)
 		CUDA_OK(cudaGetMipmappedArrayLevel(&a, (cudaMipmappedArray_t)big, 0));
-	static unsigned char in[64u << 10], out[64u << 10];
-	memset(in, 0x5c, sizeof(in));
+	const size_t row = w * 16;
+	static unsigned char in[16384 * 16], out[16384 * 16];
+	for (size_t i = 0; i < row; i++)
+		in[i] = (unsigned char)(i * 7 + 3);
 	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, in, row, row, 1, cudaMemcpyHostToDevice));
 	CUDA_OK(cudaMemcpy2DFromArray(out, row, a, 0, 0, row, 1, cudaMemcpyDeviceToHost));
 	CHECK(!memcmp(in, out, row), "a row of the array did not read back");
@@ -1633,7 +1654,7 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 		big = (void *)(uintptr_t)va;
 		vmm_big = want;
 	} else if (alloc && strstr(alloc, "Array")) {
-		big = array_over(want, alloc);
+		big = array_over(alloc);
 	} else if (alloc && !strcmp(alloc, "cudaMallocPitch")) {
 		/* Rows of 96 KiB (a multiple of any pitch alignment). */
 		const size_t width = 96u << 10, height = (want + width - 1) / width;
@@ -1663,9 +1684,14 @@ static void free_big(void *big)
 	if (big_array) {
 		if (big_array == MIPMAP)
 			CUDA_OK(cudaFreeMipmappedArray((cudaMipmappedArray_t)big));
+		else if (big_array == DRIVER_ARRAY)
+			CHECK(cuArrayDestroy((CUarray)big) == CUDA_SUCCESS, "cuArrayDestroy");
 		else
 			CUDA_OK(cudaFreeArray((cudaArray_t)big));
 		big_array = NOT_ARRAY;
+		if (array_pre)
+			CUDA_OK(cudaFree(array_pre));
+		array_pre = NULL;
 		return;
 	}
 	if (freed_async) {
