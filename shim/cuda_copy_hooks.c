@@ -541,21 +541,7 @@ static size_t array_element_bytes(CUarray array)
 	CUDA_ARRAY3D_DESCRIPTOR d;
 	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels)
 		return 16;
-	switch (d.Format) {
-	case CU_AD_FORMAT_UNSIGNED_INT8:
-	case CU_AD_FORMAT_SIGNED_INT8:
-		return d.NumChannels;
-	case CU_AD_FORMAT_UNSIGNED_INT16:
-	case CU_AD_FORMAT_SIGNED_INT16:
-	case CU_AD_FORMAT_HALF:
-		return 2 * (size_t)d.NumChannels;
-	case CU_AD_FORMAT_UNSIGNED_INT32:
-	case CU_AD_FORMAT_SIGNED_INT32:
-	case CU_AD_FORMAT_FLOAT:
-		return 4 * (size_t)d.NumChannels;
-	default:
-		return 16;
-	}
+	return cuda_array_element_bytes(d.Format, d.NumChannels);
 }
 
 /* Whether operand `o` of `op` is a pointer whose extent meets a mapping. */

@@ -164,9 +164,7 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #undef ALLOC_FROM_POOL
 
-/* Bytes an element of format f with `channels` channels takes; 16 (the
- * largest) for a format not listed. */
-static size_t element_bytes(CUarray_format f, unsigned channels)
+size_t cuda_array_element_bytes(CUarray_format f, unsigned channels)
 {
 	if (channels > 4)
 		channels = 4;
@@ -194,7 +192,7 @@ static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
 {
 	size_t w = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1, total = 0;
 	bool keep_z = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
-	size_t e = element_bytes(d->Format, d->NumChannels ? d->NumChannels : 1);
+	size_t e = cuda_array_element_bytes(d->Format, d->NumChannels ? d->NumChannels : 1);
 	/* the driver clamps the levels to 1 + log2 of the longest extent:
 	 * none past the one where every extent that halves is 1 */
 	for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {

@@ -418,13 +418,21 @@ static cudaError_t alloc_error(CUresult r)
     return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
 }
 
+/* The driver's descriptor of an array of `extent` elements of desc. */
+static bool array_descriptor(const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned flags,
+                             CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    *d = (CUDA_ARRAY3D_DESCRIPTOR){ .Width = extent.width, .Height = extent.height, .Depth = extent.depth,
+                                    .Flags = flags };
+    return array_format(desc, &d->Format, &d->NumChannels);
+}
+
 cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
                                         struct cudaExtent extent, unsigned int flags)
 {
     READY();
-    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = extent.width, .Height = extent.height, .Depth = extent.depth,
-                                  .Flags = flags };
-    if (!array || !array_format(desc, &d.Format, &d.NumChannels))
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    if (!array || !array_descriptor(desc, extent, flags, &d))
         return record(cudaErrorInvalidValue);
     CUarray a = NULL;
     CUresult r = drv.Array3DCreate(&a, &d);
@@ -450,9 +458,8 @@ cudaError_t CUDARTAPI cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedAr
                                                unsigned int numLevels, unsigned int flags)
 {
     READY();
-    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = extent.width, .Height = extent.height, .Depth = extent.depth,
-                                  .Flags = flags };
-    if (!mipmappedArray || !array_format(desc, &d.Format, &d.NumChannels))
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    if (!mipmappedArray || !array_descriptor(desc, extent, flags, &d))
         return record(cudaErrorInvalidValue);
     CUmipmappedArray m = NULL;
     CUresult r = drv.MipmappedArrayCreate(&m, &d, numLevels);
