@@ -37,6 +37,7 @@
 	X(writeback_pages, "pages", "pages of shared mappings a device's merge stored into (page cache pages the kernel writes back to the file)") \
 	X(published_pages, "pages", "page versions published to the shared table")  \
 	X(learned_pages, "pages", "pages other processes changed, learned at acquires") \
+	X(checksummed_pages, "pages", "pages of mapped files read back to checksum them, for changes by writers not under the shim (a mapping's first look, when a device first holds a copy of it or at a gaia_macquire, then again where the file's times moved)") \
 	X(acquires, "calls", "acquires of a mapping (at launches, gaia_macquire)")  \
 	X(releases, "calls", "releases of a mapping by the CPU or a device")       \
 	X(acquire_ns, "ns", "time spent in acquires (a launch's counted once)")    \

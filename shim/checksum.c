@@ -29,6 +29,7 @@ struct page_sums {
 	uint64_t *sums;
 	uint64_t npages;
 	struct timespec mtime, ctime;
+	uint64_t pages_read; /* by every look so far */
 	bool ready;
 };
 
@@ -120,6 +121,7 @@ int page_sums_refresh(struct page_sums *s, int fd, uint64_t file_offset,
 		}
 		if (got < want) /* past the end of the file: zeros */
 			memset(buf + got, 0, want - got);
+		s->pages_read += n;
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t p = first + i;
 			if (wanted && !wanted(p, arg))
@@ -150,6 +152,16 @@ void page_sums_set(struct page_sums *s, uint64_t first, uint64_t n, const unsign
 bool page_sums_same(const struct page_sums *s, uint64_t page, const unsigned char *bytes)
 {
 	return !s || !s->ready || page >= s->npages || s->sums[page] == XXH3_64bits(bytes, GAIA_PAGE);
+}
+
+bool page_sums_ready(const struct page_sums *s)
+{
+	return s && s->ready;
+}
+
+uint64_t page_sums_pages_read(const struct page_sums *s)
+{
+	return s ? s->pages_read : 0;
 }
 
 void page_sums_untrust(struct page_sums *s)

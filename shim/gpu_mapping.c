@@ -379,6 +379,8 @@ static int ensure_replica(struct gaia_mapping *m, int dev)
 	/* Read through HMM before (no longer: made unreadable, a failed
 	 * attempt, a device that stopped): tracked again before it has a copy. */
 	(void)mapping_rearm_locked(m);
+	/* Another writer's change after this must reach the copy. */
+	mapping_first_look_locked(m);
 	struct cuda_replica *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -185,8 +185,8 @@ void mapping_adopt(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	}
 	if ((flags & MAP_TYPE) != MAP_PRIVATE)
 		attach_shared_table_locked(m, (uint64_t)st.st_size);
-	/* Checksums are first taken at the first acquire: what a device
-	 * holds dates from an acquire, so only changes after one matter. */
+	/* Checksums are first taken when a change would matter: at a
+	 * device's first copy, or gaia_macquire (look_at_file_locked). */
 	m->sums = page_sums_new(len / GAIA_PAGE);
 	m->own_changes = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
 	m->file_written = calloc((len / GAIA_PAGE + 63) / 64, sizeof(uint64_t));
@@ -532,30 +532,52 @@ static void learn_checksum_change(uint64_t page, void *arg)
 	l->learned++;
 }
 
-void mapping_acquire_locked(struct gaia_mapping *m)
+/* Writers that publish nothing: the file's times, then checksums.
+ * Once a first look was taken every acquire looks; the first one is taken
+ * only where a change would matter (first_look): by a device's first copy
+ * of the mapping (mapping_first_look_locked) and by gaia_macquire. A
+ * launch that reads a region in place (its kernels read the page cache
+ * itself) or does not use it takes none: reading a file whole to learn
+ * nothing would defeat reading it on demand. */
+static void look_at_file_locked(struct gaia_mapping *m, struct learn *l, bool first_look)
+{
+	if (!m->sums || (!first_look && !page_sums_ready(m->sums)))
+		return;
+	uint64_t read0 = page_sums_pages_read(m->sums);
+	int rc = page_sums_refresh(m->sums, m->fd, m->offset, page_live, learn_checksum_change, l);
+	stats_add(GAIA_STAT_checksummed_pages, page_sums_pages_read(m->sums) - read0);
+	if (rc >= 0 && m->own_changes)
+		memset(m->own_changes, 0, (m->len / GAIA_PAGE + 63) / 64 * sizeof(uint64_t));
+	if (rc < 0) {
+		/* Whatever another writer did is unknown: every page may
+		 * have changed. */
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_WARN,
+			      "checksumming %s failed: pread: %s; every page is counted as "
+			      "changed by another writer", m->path, strerror(-rc));
+		for (uint64_t p = 0; p < m->len / GAIA_PAGE; p++)
+			if (page_live(p, l))
+				learn_checksum_change(p, l);
+	}
+}
+
+void mapping_first_look_locked(struct gaia_mapping *m)
+{
+	if (!m->sums || page_sums_ready(m->sums))
+		return;
+	struct learn l = {.m = m};
+	look_at_file_locked(m, &l, true);
+	mapping_run_plan_locked(m);
+	stats_add(GAIA_STAT_learned_pages, l.learned);
+}
+
+static void acquire_locked(struct gaia_mapping *m, bool first_look)
 {
 	struct learn l = {.m = m};
 	if (m->shared)
 		shared_file_changes(m->shared, &m->cursor, file_page_of(m, 0), m->len / GAIA_PAGE,
 				    learn_change, &l);
-	/* Writers that publish nothing: the file's times, then checksums. */
-	if (m->sums) {
-		int rc = page_sums_refresh(m->sums, m->fd, m->offset, page_live,
-					   learn_checksum_change, &l);
-		if (rc >= 0 && m->own_changes)
-			memset(m->own_changes, 0, (m->len / GAIA_PAGE + 63) / 64 * sizeof(uint64_t));
-		if (rc < 0) {
-			/* Whatever another writer did is unknown: every page may
-			 * have changed. */
-			static int once;
-			gaia_log_once(&once, GAIA_LOG_WARN,
-				      "checksumming %s failed: pread: %s; every page is counted as "
-				      "changed by another writer", m->path, strerror(-rc));
-			for (uint64_t p = 0; p < m->len / GAIA_PAGE; p++)
-				if (page_live(p, &l))
-					learn_checksum_change(p, &l);
-		}
-	}
+	look_at_file_locked(m, &l, first_look);
 	mapping_run_plan_locked(m);
 	stats_add(GAIA_STAT_learned_pages, l.learned);
 	stats_add(GAIA_STAT_acquires, 1);
@@ -564,13 +586,23 @@ void mapping_acquire_locked(struct gaia_mapping *m)
 			   (unsigned long long)l.learned);
 }
 
+void mapping_acquire_locked(struct gaia_mapping *m)
+{
+	acquire_locked(m, false);
+}
+
+static void program_acquire_locked(struct gaia_mapping *m)
+{
+	acquire_locked(m, true);
+}
+
 int mapping_acquire_range(const void *addr, size_t len)
 {
 	if (!mapping_any())
 		return -ENOENT;
 	uint64_t t0 = now_ns();
 	mapping_lock_take();
-	int found = for_each_overlapping_locked(addr, len, mapping_acquire_locked);
+	int found = for_each_overlapping_locked(addr, len, program_acquire_locked);
 	mapping_lock_give();
 	stats_add(GAIA_STAT_acquire_ns, now_ns() - t0);
 	return found ? 0 : -ENOENT;

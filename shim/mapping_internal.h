@@ -118,6 +118,10 @@ GAIA_HIDDEN int mapping_unarm_locked(struct gaia_mapping *m);
 GAIA_HIDDEN int mapping_rearm_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_release_locked(struct gaia_mapping *m);
 GAIA_HIDDEN void mapping_acquire_locked(struct gaia_mapping *m);
+/* The first look at the file for writers not under the shim (checksums
+ * of every page), if none was taken: before a device first holds a copy
+ * of m, since what it holds must be compared from then on. */
+GAIA_HIDDEN void mapping_first_look_locked(struct gaia_mapping *m);
 /* Carries out m->plan (device actions through m->exec). */
 GAIA_HIDDEN int mapping_run_plan_locked(struct gaia_mapping *m);
 /* The same for a sync's diff plan, taking the answers of the comparisons

@@ -226,6 +226,10 @@ GAIA_HIDDEN void page_sums_untrust(struct page_sums *s);
 /* Whether page's bytes (at `bytes`) are what the last look saw (true
  * before the first). */
 GAIA_HIDDEN bool page_sums_same(const struct page_sums *s, uint64_t page, const unsigned char *bytes);
+/* Whether a first look was taken (page_sums_refresh succeeded once). */
+GAIA_HIDDEN bool page_sums_ready(const struct page_sums *s);
+/* Pages the looks so far read back from the file. */
+GAIA_HIDDEN uint64_t page_sums_pages_read(const struct page_sums *s);
 /* Whether the file behind fd is unchanged (times) since the last pass. */
 GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
 /* When the file behind fd changed (mtime/ctime) since the last call:

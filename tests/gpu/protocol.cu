@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include "simgpu_kernel.h"
+#include "../common/unseen_syscall.h"
 #ifndef __CUDACC__
 #include "simgpu.h"
 #endif
@@ -1913,6 +1914,53 @@ static void case_array_copies(void)
 	free(back);
 }
 
+/* Bytes this process has read so far (/proc/self/io rchar): read(),
+ * pread() and the like, whoever called them. */
+static unsigned long long read_chars(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	CHECK(f, "fopen /proc/self/io: %s", strerror(errno));
+	char line[128];
+	unsigned long long n = 0;
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "rchar: %llu", &n) == 1;
+	fclose(f);
+	CHECK(found, "no rchar in /proc/self/io");
+	return n;
+}
+
+/* A region kernels read in place is not read whole by the launches: they
+ * read the page cache themselves, and a change another writer makes
+ * reaches them without the shim looking for it. What this process read
+ * (rchar) stays far below the file's 40 MiB. Once the region has a copy
+ * on the device (made writable: a replica), a change by a writer the shim
+ * does not see (a pwrite64 system call of its own) reaches the next
+ * launch: the shim looked at the file before the copy was made. */
+static void case_in_place_no_look(void)
+{
+	static unsigned long long at[SPARSE_N];
+	sparse_bytes = 40ull << 20;
+	int fd = make_sparse_file(at, 9);
+	unsigned char *m = map_file_prot(fd, sparse_bytes, PROT_READ, MAP_SHARED);
+	unsigned long long before = read_chars();
+	gather_and_check(m, fd, at, "read in place");
+	gather_and_check(m, fd, at, "read in place again");
+	unsigned long long read = read_chars() - before;
+	CHECK(read < sparse_bytes / 8, "two launches reading a %llu MiB region in place at %d places had this process "
+	      "read %llu KiB", sparse_bytes >> 20, SPARSE_N, read / 1024);
+	printf("read in place twice: this process read %llu KiB of a %llu MiB file\n", read / 1024, sparse_bytes >> 20);
+	CHECK(mprotect(m, sparse_bytes, PROT_READ | PROT_WRITE) == 0, "mprotect: %s", strerror(errno));
+	gather_and_check(m, fd, at, "with a replica");
+	for (unsigned i = 0; i < SPARSE_N; i += 7) {
+		unsigned char v = (unsigned char)(0xa0 + i);
+		CHECK(unseen_syscall(SYS_pwrite64, fd, (long)&v, 1, (long)at[i], 0, 0) == 1, "pwrite64: %s",
+		      strerror(errno));
+	}
+	gather_and_check(m, fd, at, "after another writer's pwrite64");
+	CHECK(m[at[7]] == 0xa7, "the mapping reads %#x where another writer put 0xa7", m[at[7]]);
+}
+
 /* A region read in place made writable: the registration goes (or
  * reading through HMM, and the CPU's writes are tracked again), and
  * kernels' writes from then on reach the file with the CPU's, through a
@@ -2448,6 +2496,8 @@ int main(int argc, char **argv)
 		case_paged_learns();
 	else if (!strcmp(c, "paged_phases"))
 		case_paged_phases();
+	else if (!strcmp(c, "in_place_no_look"))
+		case_in_place_no_look();
 	else if (!strcmp(c, "in_place_then_writable"))
 		case_in_place_then_writable();
 	else if (!strcmp(c, "in_place_remapped"))
