@@ -272,24 +272,12 @@ static bool pitched_host_side(CUmemorytype type, const void *host, CUdeviceptr u
 	return gpu_is_mapped_host(start, bytes);
 }
 
-/* A pitched copy with an array on either side and a mapping on the other
- * is refused with an error the program sees, never made against the
- * wrong copy. */
-static CUresult refuse_pitched(const char *call)
-{
-	static int once;
-	gaia_log_once(&once, GAIA_LOG_WARN,
-		      "%s between a CUDA array and a mapped file is not supported: refused "
-		      "(CUDA_ERROR_NOT_SUPPORTED); copy through device memory with cudaMemcpy2D",
-		      call);
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-
 /* One side of a pitched copy. */
 struct pitched_side {
 	CUmemorytype type;
 	uintptr_t base; /* host pointer or device address */
 	size_t x, y, z, pitch, height;
+	CUarray array; /* type CU_MEMORYTYPE_ARRAY */
 };
 
 static enum gpu_copy_side side_of(CUmemorytype type)
@@ -305,49 +293,116 @@ static uintptr_t row_of(const struct pitched_side *p, size_t y, size_t z)
 	return p->base + p->x + (p->y + y) * p->pitch + (p->z + z) * plane;
 }
 
-/* A pitched copy with a mapping on a host side, row by row: each row that
- * touches a mapping is a 1-D copy the shim makes (gpu_copy_1d: acquired,
- * bounced, released as cudaMemcpy's are); every other row goes to the
- * driver as a unified copy, in the same stream order. `stream`: the
- * stream the copy is ordered on (CU_STREAM_PER_THREAD for the per-thread
- * forms' default), `async`: an Async form. */
-static CUresult pitched_rows(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
-			     size_t rows, size_t depth, CUstream stream, bool async, bool per_thread,
-			     const char *call)
+/* One row of a pitched copy between host memory (or a mapping) and
+ * anything a unified address names: the shim's when it touches a mapping
+ * (gpu_copy_1d: acquired, bounced, released as cudaMemcpy's are), the
+ * driver's otherwise, in the same stream order. */
+static CUresult copy_row(uintptr_t to, enum gpu_copy_side to_side, uintptr_t from, enum gpu_copy_side from_side,
+			 size_t width, CUstream order, CUstream stream, bool async, bool per_thread)
 {
-	if (src->type == CU_MEMORYTYPE_ARRAY || dst->type == CU_MEMORYTYPE_ARRAY)
-		return refuse_pitched(call);
+	__typeof__(&cuMemcpy) copy = per_thread ? REAL_OF(cuMemcpy_ptds) : REAL_OF(cuMemcpy);
+	__typeof__(&cuMemcpyAsync) copy_async = per_thread ? REAL_OF(cuMemcpyAsync_ptsz) : REAL_OF(cuMemcpyAsync);
+	CUresult rc;
+	if (gpu_copy_1d((void *)to, (const void *)from, width, to_side, from_side, order, true, &rc))
+		return rc;
+	if (!copy || !copy_async)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	gpu_hook_depth++;
+	rc = async ? copy_async((CUdeviceptr)to, (CUdeviceptr)from, width, stream)
+		   : copy((CUdeviceptr)to, (CUdeviceptr)from, width);
+	gpu_hook_depth--;
+	return rc;
+}
+
+/* A pitched copy between a CUDA array and host rows some of which are a
+ * mapping's (an array has no address a row could be copied to): bounced
+ * through a host buffer of the copy's bytes, after the work before it on
+ * its stream. Into the array, the rows are read as a copy from the mapping
+ * reads them (the device's writes released first), then the driver copies
+ * the buffer into the array; out of it, the driver copies the array into
+ * the buffer, then the rows are stored into the mapping as the CPU's own
+ * writes. Complete when the call returns, Async forms too (as a copy from
+ * pageable memory may be). */
+static CUresult array_bounce(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
+			     size_t rows, size_t depth, CUstream order, CUstream stream, bool async, bool per_thread)
+{
+	__typeof__(&cuMemcpy3DAsync_v2) copy3d =
+		per_thread ? REAL_OF(cuMemcpy3DAsync_v2_ptsz) : REAL_OF(cuMemcpy3DAsync_v2);
+	PFN_cuStreamSynchronize_v2000 sync = cuda_calls()->stream_synchronize;
+	if (!copy3d || !sync)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	bool from_array = src->type == CU_MEMORYTYPE_ARRAY;
+	const struct pitched_side *arr = from_array ? src : dst, *host = from_array ? dst : src;
+	if (host->type == CU_MEMORYTYPE_ARRAY || !arr->array)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t plane, bytes;
+	if (__builtin_mul_overflow(width, rows, &plane) || __builtin_mul_overflow(plane, depth, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t *buf = malloc(bytes ? bytes : 1);
+	if (!buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUDA_MEMCPY3D c = {.WidthInBytes = width, .Height = rows, .Depth = depth};
+	if (from_array) {
+		c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = arr->array;
+		c.srcXInBytes = arr->x, c.srcY = arr->y, c.srcZ = arr->z;
+		c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = buf, c.dstPitch = width, c.dstHeight = rows;
+	} else {
+		c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = arr->array;
+		c.dstXInBytes = arr->x, c.dstY = arr->y, c.dstZ = arr->z;
+		c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = buf, c.srcPitch = width, c.srcHeight = rows;
+	}
+	enum gpu_copy_side host_side = side_of(host->type);
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t z = 0; !from_array && rc == CUDA_SUCCESS && z < depth; z++)
+		for (size_t y = 0; rc == CUDA_SUCCESS && y < rows; y++)
+			rc = copy_row((uintptr_t)(buf + z * plane + y * width), GPU_COPY_HOST, row_of(host, y, z),
+				      host_side, width, order, stream, false, per_thread);
+	if (rc == CUDA_SUCCESS) {
+		gpu_hook_depth++;
+		rc = copy3d(&c, order);
+		if (rc == CUDA_SUCCESS)
+			rc = sync(order);
+		gpu_hook_depth--;
+	}
+	for (size_t z = 0; from_array && rc == CUDA_SUCCESS && z < depth; z++)
+		for (size_t y = 0; rc == CUDA_SUCCESS && y < rows; y++)
+			rc = copy_row(row_of(host, y, z), host_side, (uintptr_t)(buf + z * plane + y * width),
+				      GPU_COPY_HOST, width, order, stream, false, per_thread);
+	free(buf);
+	return rc;
+}
+
+/* A pitched copy with a mapping on a host side, row by row (copy_row);
+ * one with a CUDA array on the other side through a buffer (array_bounce).
+ * `stream`: the stream the copy is ordered on (CU_STREAM_PER_THREAD for
+ * the per-thread forms' default), `async`: an Async form. */
+static CUresult pitched_rows(const struct pitched_side *src, const struct pitched_side *dst, size_t width,
+			     size_t rows, size_t depth, CUstream stream, bool async, bool per_thread)
+{
 	/* What cuda.h asks of a pitched copy: a pitch, if given, holds the
 	 * row from its x; rows a plane, if given, hold the rows from y; a copy
-	 * of more than one plane gives them (as the simulator asks). */
+	 * of more than one plane gives them (as the simulator asks). An
+	 * array's extent is the driver's to check. */
 	const struct pitched_side *sides[2] = {src, dst};
 	for (int k = 0; k < 2; k++) {
 		const struct pitched_side *p = sides[k];
-		if ((p->pitch && p->pitch < width + p->x) || (p->height && p->height < rows + p->y) ||
-		    (depth > 1 && !p->height))
+		if (p->type != CU_MEMORYTYPE_ARRAY &&
+		    ((p->pitch && p->pitch < width + p->x) || (p->height && p->height < rows + p->y) ||
+		     (depth > 1 && !p->height)))
 			return CUDA_ERROR_INVALID_VALUE;
 	}
-	__typeof__(&cuMemcpy) copy = per_thread ? REAL_OF(cuMemcpy_ptds) : REAL_OF(cuMemcpy);
-	__typeof__(&cuMemcpyAsync) copy_async = per_thread ? REAL_OF(cuMemcpyAsync_ptsz) : REAL_OF(cuMemcpyAsync);
-	if (!copy || !copy_async)
-		return CUDA_ERROR_NOT_INITIALIZED;
 	CUstream order = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
 	/* The work before the copy on its stream, once for all rows (each
 	 * row the shim makes would wait for it). */
 	CUresult settled = gpu_copy_settle(order);
 	if (settled != CUDA_SUCCESS)
 		return settled;
+	if (src->type == CU_MEMORYTYPE_ARRAY || dst->type == CU_MEMORYTYPE_ARRAY)
+		return array_bounce(src, dst, width, rows, depth, order, stream, async, per_thread);
 	for (size_t z = 0; z < depth; z++) {
 		for (size_t y = 0; y < rows; y++) {
-			uintptr_t from = row_of(src, y, z), to = row_of(dst, y, z);
-			CUresult rc;
-			if (!gpu_copy_1d((void *)to, (const void *)from, width, side_of(dst->type),
-					 side_of(src->type), order, true, &rc)) {
-				gpu_hook_depth++;
-				rc = async ? copy_async((CUdeviceptr)to, (CUdeviceptr)from, width, stream)
-					   : copy((CUdeviceptr)to, (CUdeviceptr)from, width);
-				gpu_hook_depth--;
-			}
+			CUresult rc = copy_row(row_of(dst, y, z), side_of(dst->type), row_of(src, y, z),
+					       side_of(src->type), width, order, stream, async, per_thread);
 			if (rc != CUDA_SUCCESS)
 				return rc;
 		}
@@ -355,37 +410,35 @@ static CUresult pitched_rows(const struct pitched_side *src, const struct pitche
 	return CUDA_SUCCESS;
 }
 
-static struct pitched_side side2d(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
-				  size_t pitch)
+static struct pitched_side side2d(CUmemorytype type, const void *host, CUdeviceptr dev, CUarray array, size_t x,
+				  size_t y, size_t pitch)
 {
 	return (struct pitched_side){type, type == CU_MEMORYTYPE_HOST ? (uintptr_t)host : (uintptr_t)dev,
-				     x, y, 0, pitch, 0};
+				     x, y, 0, pitch, 0, array};
 }
 
-static CUresult copy2d_rows(const CUDA_MEMCPY2D *c, CUstream stream, bool async, bool per_thread,
-			    const char *call)
+static CUresult copy2d_rows(const CUDA_MEMCPY2D *c, CUstream stream, bool async, bool per_thread)
 {
-	struct pitched_side src = side2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
-					 c->srcPitch);
-	struct pitched_side dst = side2d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
-					 c->dstPitch);
-	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, 1, stream, async, per_thread, call);
+	struct pitched_side src = side2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
+					 c->srcY, c->srcPitch);
+	struct pitched_side dst = side2d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes,
+					 c->dstY, c->dstPitch);
+	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, 1, stream, async, per_thread);
 }
 
-static CUresult copy3d_rows(const CUDA_MEMCPY3D *c, CUstream stream, bool async, bool per_thread,
-			    const char *call)
+static CUresult copy3d_rows(const CUDA_MEMCPY3D *c, CUstream stream, bool async, bool per_thread)
 {
 	if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
 		return CUDA_ERROR_INVALID_VALUE; /* cuda.h: must be 0 / NULL */
 	struct pitched_side src = {c->srcMemoryType,
 				   c->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)c->srcHost
 									 : (uintptr_t)c->srcDevice,
-				   c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight};
+				   c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch, c->srcHeight, c->srcArray};
 	struct pitched_side dst = {c->dstMemoryType,
 				   c->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)c->dstHost
 									 : (uintptr_t)c->dstDevice,
-				   c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight};
-	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, c->Depth, stream, async, per_thread, call);
+				   c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch, c->dstHeight, c->dstArray};
+	return pitched_rows(&src, &dst, c->WidthInBytes, c->Height, c->Depth, stream, async, per_thread);
 }
 
 static bool copy2d_mapped(const CUDA_MEMCPY2D *c)
@@ -425,7 +478,7 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 		if (!real)                                                                         \
 			return CUDA_ERROR_NOT_INITIALIZED;                                         \
 		if (mapped(pCopy))                                                                 \
-			return rows_of(pCopy, NULL, false, per_thread, #name);                     \
+			return rows_of(pCopy, NULL, false, per_thread);                            \
 		SYNC(real, real(pCopy), GPU_SYNC_COPY,                                             \
 		     rc_ == CUDA_SUCCESS &&                                                        \
 			     pitched_is_host_sync(pCopy->srcMemoryType, pCopy->dstMemoryType));    \
@@ -437,7 +490,7 @@ static bool pitched_is_host_sync(CUmemorytype src, CUmemorytype dst)
 		if (!real)                                                                         \
 			return CUDA_ERROR_NOT_INITIALIZED;                                         \
 		if (mapped(pCopy))                                                                 \
-			return rows_of(pCopy, hStream, true, per_thread, #name);                   \
+			return rows_of(pCopy, hStream, true, per_thread);                          \
 		SYNC(real, real(pCopy, hStream), GPU_SYNC_COPY, false);                            \
 	}
 
@@ -480,8 +533,7 @@ static bool copy3d_peer_mapped(const CUDA_MEMCPY3D_PEER *c)
 /* As for the 1-D peer copies (cuda_mem_hooks.c): the copy runs with the
  * device side's context current, so the stream waited for and the device
  * released are that context's. */
-static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool async, bool per_thread,
-				 const char *call)
+static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, bool async, bool per_thread)
 {
 	if (c->srcLOD || c->dstLOD)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -494,7 +546,7 @@ static CUresult copy3d_peer_rows(const CUDA_MEMCPY3D_PEER *c, CUstream stream, b
 	PFN_cuCtxPushCurrent_v4000 push = cuda_calls()->ctx_push;
 	PFN_cuCtxPopCurrent_v4000 pop = cuda_calls()->ctx_pop;
 	bool pushed = push && pop && push(ctx) == CUDA_SUCCESS;
-	CUresult rc = copy3d_rows(&d, stream, async, per_thread, call);
+	CUresult rc = copy3d_rows(&d, stream, async, per_thread);
 	if (pushed)
 		(void)pop(&prev);
 	return rc;
@@ -510,10 +562,9 @@ PITCHED_ASYNC_HOOK(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy3d_peer_map
  * it is. With one, as for the 1-D batches: the checks cuda.h names first
  * (a refused batch copies nothing), the stream waited for when a mapping
  * is read in stream order, then the operations one by one in order: one
- * with a mapping as a 3-D copy between unified addresses (row by row, as
- * cuMemcpy3DAsync above), one between a mapping and a CUDA array refused
- * (as the pitched copies refuse it), every other one handed to the driver
- * as a batch of one. */
+ * with a mapping as a 3-D copy (row by row, or through a buffer when
+ * the other side is a CUDA array, as cuMemcpy3DAsync above), every other
+ * one handed to the driver as a batch of one. */
 typedef CUresult(CUDAAPI *batch3d_fail_fn)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
 					    CUstream);
 typedef CUresult(CUDAAPI *batch3d_fn)(size_t, CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
@@ -582,22 +633,37 @@ static bool batch3d_operand_valid(const CUmemcpy3DOperand *o, const CUextent3D *
 	       (!o->op.ptr.layerHeight || o->op.ptr.layerHeight >= e->height);
 }
 
+/* One side of a batch operation as a 3-D copy's: a pointer with its row
+ * and layer lengths, or an array at its offset; `elem`: bytes per
+ * element (an array's on either side, else 1). */
+static void batch3d_side(const CUmemcpy3DOperand *o, const CUextent3D *e, size_t elem, CUmemorytype *type,
+			 CUdeviceptr *ptr, CUarray *array, size_t *x, size_t *y, size_t *z, size_t *pitch,
+			 size_t *height)
+{
+	if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+		*type = CU_MEMORYTYPE_ARRAY;
+		*array = o->op.array.array;
+		*x = o->op.array.offset.x * elem, *y = o->op.array.offset.y, *z = o->op.array.offset.z;
+		return;
+	}
+	*type = CU_MEMORYTYPE_UNIFIED;
+	*ptr = o->op.ptr.ptr;
+	*pitch = (o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width) * elem;
+	*height = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
+}
+
 static CUDA_MEMCPY3D batch3d_as_3d(const CUDA_MEMCPY3D_BATCH_OP *o)
 {
 	const CUextent3D *e = &o->extent;
-	return (CUDA_MEMCPY3D){
-		.srcMemoryType = CU_MEMORYTYPE_UNIFIED,
-		.srcDevice = o->src.op.ptr.ptr,
-		.srcPitch = o->src.op.ptr.rowLength ? o->src.op.ptr.rowLength : e->width,
-		.srcHeight = o->src.op.ptr.layerHeight ? o->src.op.ptr.layerHeight : e->height,
-		.dstMemoryType = CU_MEMORYTYPE_UNIFIED,
-		.dstDevice = o->dst.op.ptr.ptr,
-		.dstPitch = o->dst.op.ptr.rowLength ? o->dst.op.ptr.rowLength : e->width,
-		.dstHeight = o->dst.op.ptr.layerHeight ? o->dst.op.ptr.layerHeight : e->height,
-		.WidthInBytes = e->width,
-		.Height = e->height,
-		.Depth = e->depth,
-	};
+	size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
+		      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
+								    : 1;
+	CUDA_MEMCPY3D c = {.WidthInBytes = e->width * elem, .Height = e->height, .Depth = e->depth};
+	batch3d_side(&o->src, e, elem, &c.srcMemoryType, &c.srcDevice, &c.srcArray, &c.srcXInBytes, &c.srcY,
+		     &c.srcZ, &c.srcPitch, &c.srcHeight);
+	batch3d_side(&o->dst, e, elem, &c.dstMemoryType, &c.dstDevice, &c.dstArray, &c.dstXInBytes, &c.dstY,
+		     &c.dstZ, &c.dstPitch, &c.dstHeight);
+	return c;
 }
 
 static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count, CUDA_MEMCPY3D_BATCH_OP *ops,
@@ -616,9 +682,6 @@ static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count
 		    !batch3d_operand_valid(&o->src, &o->extent) || !batch3d_operand_valid(&o->dst, &o->extent))
 			return CUDA_ERROR_INVALID_VALUE;
 		bool mapped = batch3d_operand_mapped(o, &o->src) || batch3d_operand_mapped(o, &o->dst);
-		if (mapped && (o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ||
-			       o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY))
-			return refuse_pitched("cuMemcpy3DBatchAsync");
 		if (!mapped && !real->with_fail && !real->without_fail)
 			return CUDA_ERROR_NOT_SUPPORTED; /* before anything is copied */
 	}
@@ -626,7 +689,7 @@ static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count
 		CUresult rc;
 		if (batch3d_operand_mapped(&ops[i], &ops[i].src) || batch3d_operand_mapped(&ops[i], &ops[i].dst)) {
 			CUDA_MEMCPY3D c = batch3d_as_3d(&ops[i]);
-			rc = copy3d_rows(&c, stream, true, per_thread, "cuMemcpy3DBatchAsync");
+			rc = copy3d_rows(&c, stream, true, per_thread);
 		} else {
 			size_t one_fail;
 			rc = batch3d_real_call(real, 1, &ops[i], &one_fail, 0, stream);

@@ -259,8 +259,8 @@ for a in cudaMallocPitch cudaMallocAsync cudaMalloc3DArray; do
 	run "protocol demote_under_malloc $a" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 \
 		"PROTOCOL_ALLOC=$a" -- "$protocol" demote_under_malloc
 done
-# A copy between a CUDA array and a mapped file: refused, not made from
-# stale bytes.
+# Copies between a CUDA array and a mapped file, both ways, in stream
+# order after a kernel's writes (2-D, 3-D, a batch).
 run "protocol array_copies" "shim vmm" exit "${shim_env[@]}" GAIA_BACKING=vmm -- "$protocol" array_copies
 # Random sequences against the model of the promise, in each mode the
 # device allows (read in place: a read-only mapping kernels only read).

@@ -1878,40 +1878,149 @@ static void case_promote_touched(void)
 		      learned ? "faults learned" : "nothing learned", writable ? "writable" : "read-only");
 }
 
-/* A CUDA array and a mapped file: a copy between them (either way) is
- * refused with cudaErrorNotSupported, never made from or into stale
- * bytes; through the program's own host memory it is made, and the bytes
- * are the file's. */
+/* A CUDA array and a mapped file, as a program loading a texture from a
+ * mapped image does: a copy between them is made in stream order with the
+ * bytes the mapping holds then (a kernel's unsynchronized writes before
+ * it included), and what a copy out of an array stores into the mapping is
+ * what the CPU, the file and the next kernel read. 2-D through the runtime
+ * and on a stream through the driver, 3-D at offsets into a 3-D array; a
+ * copy into a read-only mapping is refused and changes nothing. */
+static void expect_bytes(const unsigned char *got, const unsigned char *want, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(got[i] == want[i], "%s: byte %zu is %#x, want %#x", what, i, got[i], want[i]);
+}
+
 static void case_array_copies(void)
 {
 	const size_t row = 4096, rows = 8, bytes = row * rows;
 	int fd = make_file(bytes, 0x3d);
 	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
-	launch_write(m, 0, bytes, PAGE, 0, 0x11); /* a replica, the kernel's byte on every page */
+	unsigned char *want = (unsigned char *)malloc(bytes), *back = (unsigned char *)malloc(bytes);
+	unsigned char *own = (unsigned char *)malloc(bytes), *d_copy;
+	CHECK(want && back && own, "malloc");
+	CUDA_OK(cudaMalloc((void **)&d_copy, bytes));
 	struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
 	cudaArray_t a = NULL;
 	CUDA_OK(cudaMallocArray(&a, &u1, row, rows, 0));
-	cudaError_t e = cudaMemcpy2DToArray(a, 0, 0, m, row, row, rows, cudaMemcpyHostToDevice);
-	CHECK(e == cudaErrorNotSupported, "cudaMemcpy2DToArray from a mapped file: %s, want cudaErrorNotSupported",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
-	e = cudaMemcpy2DFromArray(m, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost);
-	CHECK(e == cudaErrorNotSupported, "cudaMemcpy2DFromArray into a mapped file: %s, want cudaErrorNotSupported",
-	      cudaGetErrorName(e));
-	(void)cudaGetLastError();
-	CUDA_OK(cudaDeviceSynchronize());
-	unsigned char *own = (unsigned char *)malloc(bytes), *back = (unsigned char *)malloc(bytes);
-	CHECK(own && back, "malloc");
-	memcpy(own, m, bytes); /* the program's copy of what it sees */
-	for (size_t p = 0; p < bytes / PAGE; p++)
-		CHECK(own[p * PAGE] == 0x11 && own[p * PAGE + 1] == 0x3d, "page %zu of the mapping: %#x %#x", p,
-		      own[p * PAGE], own[p * PAGE + 1]);
-	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, own, row, row, rows, cudaMemcpyHostToDevice));
+
+	/* Into the array, right after a kernel wrote the mapping (no sync). */
+	launch_write(m, 0, bytes, PAGE, 0, 0x11);
+	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, m, row, row, rows, cudaMemcpyHostToDevice));
 	CUDA_OK(cudaMemcpy2DFromArray(back, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost));
-	CHECK(!memcmp(own, back, bytes), "the array did not keep the bytes copied through host memory");
+	for (size_t i = 0; i < bytes; i++)
+		want[i] = i % PAGE ? 0x3d : 0x11;
+	expect_bytes(back, want, bytes, "the array copied from the mapping after a kernel wrote it");
+
+	/* Out of the array into the mapping. */
+	for (size_t i = 0; i < bytes; i++)
+		own[i] = (unsigned char)(i * 7 + 3);
+	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, own, row, row, rows, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaMemcpy2DFromArray(m, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost));
+	expect_bytes(m, own, bytes, "the mapping after a copy from the array");
+	CHECK(pread(fd, back, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	expect_bytes(back, own, bytes, "the file after a copy from the array into its mapping");
+	SIMGPU_LAUNCH(spin_then_copy, 1, 1, 0, 0)(m, d_copy, bytes, 0);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaMemcpy(back, d_copy, bytes, cudaMemcpyDeviceToHost));
+	expect_bytes(back, own, bytes, "a kernel reading the mapping after a copy from the array");
+
+	/* On a stream, through the driver: the kernel before the copy on the
+	 * stream writes the first byte of each page. */
+	cudaStream_t s;
+	CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	SIMGPU_LAUNCH(write_bytes, 64, 128, 0, s)(m, 0ull, (unsigned long long)bytes, (unsigned)PAGE, 0u,
+						  (unsigned char)0x22);
+	CUDA_OK(cudaGetLastError());
+	CUDA_MEMCPY2D c2;
+	memset(&c2, 0, sizeof(c2));
+	c2.srcMemoryType = CU_MEMORYTYPE_HOST, c2.srcHost = m, c2.srcPitch = row;
+	c2.dstMemoryType = CU_MEMORYTYPE_ARRAY, c2.dstArray = (CUarray)a;
+	c2.WidthInBytes = row, c2.Height = rows;
+	CHECK(cuMemcpy2DAsync(&c2, (CUstream)s) == CUDA_SUCCESS, "cuMemcpy2DAsync from the mapping into the array");
+	CUDA_OK(cudaStreamSynchronize(s));
+	CUDA_OK(cudaMemcpy2DFromArray(back, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < bytes; i++)
+		want[i] = i % PAGE ? own[i] : 0x22;
+	expect_bytes(back, want, bytes, "the array copied on a stream after a kernel on it wrote the mapping");
+	CUDA_OK(cudaStreamDestroy(s));
+
+	/* 3-D: a box of the mapping (rows of 256 bytes, planes of 4 rows)
+	 * into a 3-D array at an offset, and the whole array back. */
+	const size_t w = 256, h = 4, d = 4, bw = 128, bh = 2, bd = 2, ax = 64, ay = 1, az = 1;
+	cudaArray_t a3 = NULL;
+	struct cudaExtent ext;
+	ext.width = w, ext.height = h, ext.depth = d;
+	CUDA_OK(cudaMalloc3DArray(&a3, &u1, ext, 0));
+	memset(back, 0, w * h * d);
+	CUDA_MEMCPY3D c3;
+	memset(&c3, 0, sizeof(c3));
+	c3.srcMemoryType = CU_MEMORYTYPE_HOST, c3.srcHost = back, c3.srcPitch = w, c3.srcHeight = h;
+	c3.dstMemoryType = CU_MEMORYTYPE_ARRAY, c3.dstArray = (CUarray)a3;
+	c3.WidthInBytes = w, c3.Height = h, c3.Depth = d;
+	CHECK(cuMemcpy3D(&c3) == CUDA_SUCCESS, "cuMemcpy3D zeros into the 3-D array");
+	memset(&c3, 0, sizeof(c3));
+	c3.srcMemoryType = CU_MEMORYTYPE_UNIFIED, c3.srcDevice = (CUdeviceptr)(uintptr_t)m;
+	c3.srcXInBytes = 8, c3.srcY = 1, c3.srcZ = 1, c3.srcPitch = w, c3.srcHeight = h;
+	c3.dstMemoryType = CU_MEMORYTYPE_ARRAY, c3.dstArray = (CUarray)a3;
+	c3.dstXInBytes = ax, c3.dstY = ay, c3.dstZ = az;
+	c3.WidthInBytes = bw, c3.Height = bh, c3.Depth = bd;
+	CHECK(cuMemcpy3D(&c3) == CUDA_SUCCESS, "cuMemcpy3D of a box of the mapping into the 3-D array");
+	memset(&c3, 0, sizeof(c3));
+	c3.srcMemoryType = CU_MEMORYTYPE_ARRAY, c3.srcArray = (CUarray)a3;
+	c3.dstMemoryType = CU_MEMORYTYPE_HOST, c3.dstHost = back, c3.dstPitch = w, c3.dstHeight = h;
+	c3.WidthInBytes = w, c3.Height = h, c3.Depth = d;
+	CHECK(cuMemcpy3D(&c3) == CUDA_SUCCESS, "cuMemcpy3D of the 3-D array back");
+	for (size_t z = 0; z < d; z++)
+		for (size_t y = 0; y < h; y++)
+			for (size_t x = 0; x < w; x++) {
+				bool in = x >= ax && x < ax + bw && y >= ay && y < ay + bh && z >= az && z < az + bd;
+				size_t from = (z - az + 1) * w * h + (y - ay + 1) * w + (x - ax + 8);
+				want[(z * h + y) * w + x] = in ? m[from] : 0;
+			}
+	expect_bytes(back, want, w * h * d, "the 3-D array after a box of the mapping was copied in");
+	CUDA_OK(cudaFreeArray(a3));
+
+	/* A batch (cuMemcpy3DBatchAsync): 64 x 3 elements of the mapping
+	 * (rows of 512) into the 2-D array at (100, 2), on a stream. */
+	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, own, row, row, rows, cudaMemcpyHostToDevice));
+	CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CUDA_MEMCPY3D_BATCH_OP op;
+	memset(&op, 0, sizeof(op));
+	op.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+	op.src.op.ptr.ptr = (CUdeviceptr)(uintptr_t)(m + 16);
+	op.src.op.ptr.rowLength = 512;
+	op.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+	op.dst.op.array.array = (CUarray)a;
+	op.dst.op.array.offset.x = 100, op.dst.op.array.offset.y = 2;
+	op.extent.width = 64, op.extent.height = 3, op.extent.depth = 1;
+	op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+	CUresult rc = cuMemcpy3DBatchAsync(1, &op, 0, (CUstream)s);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+		printf("(cuMemcpy3DBatchAsync with an array: not supported by this driver)\n");
+	} else {
+		CHECK(rc == CUDA_SUCCESS, "cuMemcpy3DBatchAsync from the mapping into the array: %d", (int)rc);
+		CUDA_OK(cudaStreamSynchronize(s));
+		CUDA_OK(cudaMemcpy2DFromArray(back, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost));
+		memcpy(want, own, bytes);
+		for (size_t y = 0; y < 3; y++)
+			memcpy(want + (2 + y) * row + 100, m + 16 + y * 512, 64);
+		expect_bytes(back, want, bytes, "the array after a batch copied a box of the mapping into it");
+	}
+	CUDA_OK(cudaStreamDestroy(s));
+
+	/* Into a read-only mapping of the file: refused, nothing changed. */
+	unsigned char *ro = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	memcpy(want, ro, bytes);
+	cudaError_t e = cudaMemcpy2DFromArray(ro, row, a, 0, 0, row, rows, cudaMemcpyDeviceToHost);
+	CHECK(e != cudaSuccess, "cudaMemcpy2DFromArray into a read-only mapping succeeded");
+	(void)cudaGetLastError();
+	expect_bytes(ro, want, bytes, "a read-only mapping after a refused copy into it");
 	CUDA_OK(cudaFreeArray(a));
-	free(own);
+	CUDA_OK(cudaFree(d_copy));
+	free(want);
 	free(back);
+	free(own);
 }
 
 /* Bytes this process has read so far (/proc/self/io rchar): read(),
