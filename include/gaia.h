@@ -32,8 +32,10 @@ extern "C" {
 /* Acquire: make `device`'s replica of the managed mappings overlapping
  * [addr, addr+len) current. For the CPU: learn the pages other processes
  * changed since the last acquire (from the shared version table, and, for
- * writers not under the shim, from file times and page checksums taken at
- * the first acquire); their versions move. For a device: first the CPU's
+ * writers not under the shim, from file times and page checksums, first
+ * taken at the first gaia_macquire or before a device first holds a copy
+ * of the mapping: changes before that move no version); their versions
+ * move. For a device: first the CPU's
  * acquire, then the device's copy of those mappings (and of any it holds)
  * is brought up to date as at a kernel launch, its replica made if it has
  * none; a kernel launched afterwards on it finds nothing to upload. */

@@ -584,15 +584,39 @@ static CUresult batch3d_real_call(const struct batch3d_real *r, size_t n, CUDA_M
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* Bytes per element of a CUDA array (for the extent of the pointer
- * operand copied to or from it); 16, the largest, when unknown. */
+/* Bytes per element of a CUDA array, for the formats whose element is a
+ * whole number of bytes the shim knows; 0 for the others (normalized,
+ * block-compressed and YUV formats) and when the driver cannot say. */
 static size_t array_element_bytes(CUarray array)
 {
 	gaia_array3d_descriptor_fn get = cuda_calls()->array3d_descriptor;
 	CUDA_ARRAY3D_DESCRIPTOR d;
-	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels)
-		return 16;
-	return cuda_array_element_bytes(d.Format, d.NumChannels);
+	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels || d.NumChannels > 4)
+		return 0;
+	switch (d.Format) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return cuda_array_element_bytes(d.Format, d.NumChannels);
+	default:
+		return 0;
+	}
+}
+
+/* The element size of `op`'s copy: an array's on either side, else 1
+ * (bytes); 0 when an array's is unknown. */
+static size_t batch3d_element_bytes(const CUDA_MEMCPY3D_BATCH_OP *op)
+{
+	if (op->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+		return array_element_bytes(op->src.op.array.array);
+	if (op->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+		return array_element_bytes(op->dst.op.array.array);
+	return 1;
 }
 
 /* Whether operand `o` of `op` is a pointer whose extent meets a mapping. */
@@ -601,8 +625,9 @@ static bool batch3d_operand_mapped(const CUDA_MEMCPY3D_BATCH_OP *op, const CUmem
 	const CUextent3D *e = &op->extent;
 	if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER || !e->width || !e->height || !e->depth)
 		return false;
-	const CUmemcpy3DOperand *other = o == &op->src ? &op->dst : &op->src;
-	size_t elem = other->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(other->op.array.array) : 1;
+	size_t elem = batch3d_element_bytes(op);
+	if (!elem)
+		elem = 16; /* the largest: an unknown one is taken to reach as far */
 	size_t row = o->op.ptr.rowLength > e->width ? o->op.ptr.rowLength : e->width;
 	size_t layer = o->op.ptr.layerHeight > e->height ? o->op.ptr.layerHeight : e->height;
 	size_t pitch, plane, last, bytes;
@@ -652,18 +677,32 @@ static void batch3d_side(const CUmemcpy3DOperand *o, const CUextent3D *e, size_t
 	*height = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
 }
 
-static CUDA_MEMCPY3D batch3d_as_3d(const CUDA_MEMCPY3D_BATCH_OP *o)
+/* `o` as a 3-D copy, its elements `elem` bytes (batch3d_sizes_fit). */
+static CUDA_MEMCPY3D batch3d_as_3d(const CUDA_MEMCPY3D_BATCH_OP *o, size_t elem)
 {
 	const CUextent3D *e = &o->extent;
-	size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
-		      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
-								    : 1;
 	CUDA_MEMCPY3D c = {.WidthInBytes = e->width * elem, .Height = e->height, .Depth = e->depth};
 	batch3d_side(&o->src, e, elem, &c.srcMemoryType, &c.srcDevice, &c.srcArray, &c.srcXInBytes, &c.srcY,
 		     &c.srcZ, &c.srcPitch, &c.srcHeight);
 	batch3d_side(&o->dst, e, elem, &c.dstMemoryType, &c.dstDevice, &c.dstArray, &c.dstXInBytes, &c.dstY,
 		     &c.dstZ, &c.dstPitch, &c.dstHeight);
 	return c;
+}
+
+/* Whether `o`'s byte extents (width, an array's x offset, pointer rows)
+ * fit a size_t with elements of `elem` bytes. */
+static bool batch3d_sizes_fit(const CUDA_MEMCPY3D_BATCH_OP *o, size_t elem)
+{
+	const CUmemcpy3DOperand *sides[2] = {&o->src, &o->dst};
+	size_t n;
+	if (__builtin_mul_overflow(o->extent.width, elem, &n))
+		return false;
+	for (int k = 0; k < 2; k++)
+		if (sides[k]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY
+			    ? __builtin_mul_overflow(sides[k]->op.array.offset.x, elem, &n)
+			    : __builtin_mul_overflow(sides[k]->op.ptr.rowLength, elem, &n))
+			return false;
+	return true;
 }
 
 static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count, CUDA_MEMCPY3D_BATCH_OP *ops,
@@ -682,13 +721,24 @@ static CUresult batch3d_one_by_one(const struct batch3d_real *real, size_t count
 		    !batch3d_operand_valid(&o->src, &o->extent) || !batch3d_operand_valid(&o->dst, &o->extent))
 			return CUDA_ERROR_INVALID_VALUE;
 		bool mapped = batch3d_operand_mapped(o, &o->src) || batch3d_operand_mapped(o, &o->dst);
+		size_t elem = batch3d_element_bytes(o);
+		if (mapped && !elem) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_WARN,
+				      "cuMemcpy3DBatchAsync: a copy between a mapped file and a CUDA array whose "
+				      "element size the shim does not know (a normalized, block-compressed or YUV "
+				      "format): refused (CUDA_ERROR_NOT_SUPPORTED); copy it with cuMemcpy3DAsync");
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+		if (mapped && !batch3d_sizes_fit(o, elem))
+			return CUDA_ERROR_INVALID_VALUE;
 		if (!mapped && !real->with_fail && !real->without_fail)
 			return CUDA_ERROR_NOT_SUPPORTED; /* before anything is copied */
 	}
 	for (size_t i = 0; i < count; i++) {
 		CUresult rc;
 		if (batch3d_operand_mapped(&ops[i], &ops[i].src) || batch3d_operand_mapped(&ops[i], &ops[i].dst)) {
-			CUDA_MEMCPY3D c = batch3d_as_3d(&ops[i]);
+			CUDA_MEMCPY3D c = batch3d_as_3d(&ops[i], batch3d_element_bytes(&ops[i]));
 			rc = copy3d_rows(&c, stream, true, per_thread);
 		} else {
 			size_t one_fail;

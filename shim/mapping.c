@@ -541,8 +541,10 @@ static void learn_checksum_change(uint64_t page, void *arg)
  * nothing would defeat reading it on demand. */
 static void look_at_file_locked(struct gaia_mapping *m, struct learn *l, bool first_look)
 {
-	if (!m->sums || (!first_look && !page_sums_ready(m->sums)))
+	if (!m->sums || (!first_look && !m->sums_wanted && !page_sums_ready(m->sums)))
 		return;
+	/* A first look that fails is taken again at every acquire. */
+	m->sums_wanted = true;
 	uint64_t read0 = page_sums_pages_read(m->sums);
 	int rc = page_sums_refresh(m->sums, m->fd, m->offset, page_live, learn_checksum_change, l);
 	stats_add(GAIA_STAT_checksummed_pages, page_sums_pages_read(m->sums) - read0);

@@ -27,6 +27,7 @@ struct gaia_mapping {
 	bool tracked;               /* registered for write tracking (else never writable) */
 	struct shared_file *shared; /* MAP_SHARED: the file's cross-process versions */
 	struct page_sums *sums;     /* checksums: changes by writers not under the shim */
+	bool sums_wanted;           /* a first look was asked for: every acquire looks (until one succeeds) */
 	struct sharedtab_cursor cursor;
 	/* Device replicas (gpu_mapping.c): the executor of device actions,
 	 * one backend replica per device (NULL: none), devices where making

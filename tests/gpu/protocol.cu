@@ -2007,6 +2007,49 @@ static void case_array_copies(void)
 			memcpy(want + (2 + y) * row + 100, m + 16 + y * 512, 64);
 		expect_bytes(back, want, bytes, "the array after a batch copied a box of the mapping into it");
 	}
+	/* Elements of 4 bytes (a float array, 256 x 4): a box of 16 x 2 of
+	 * them at (5, 1) out of the array into the mapping (rows of 40
+	 * elements), the rest of the mapping untouched; and an array of a
+	 * format the shim cannot size (UNORM_INT8X1) refused, nothing copied. */
+	CUarray af = NULL, an = NULL;
+	CUDA_ARRAY_DESCRIPTOR ad;
+	memset(&ad, 0, sizeof(ad));
+	ad.Width = 256, ad.Height = 4, ad.Format = CU_AD_FORMAT_FLOAT, ad.NumChannels = 1;
+	CHECK(cuArrayCreate(&af, &ad) == CUDA_SUCCESS, "cuArrayCreate float");
+	CUDA_MEMCPY2D f2;
+	memset(&f2, 0, sizeof(f2));
+	f2.srcMemoryType = CU_MEMORYTYPE_HOST, f2.srcHost = own, f2.srcPitch = 1024;
+	f2.dstMemoryType = CU_MEMORYTYPE_ARRAY, f2.dstArray = af, f2.WidthInBytes = 1024, f2.Height = 4;
+	CHECK(cuMemcpy2D(&f2) == CUDA_SUCCESS, "cuMemcpy2D into the float array");
+	memcpy(want, m, bytes);
+	memset(&op, 0, sizeof(op));
+	op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY, op.src.op.array.array = af;
+	op.src.op.array.offset.x = 5, op.src.op.array.offset.y = 1;
+	op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER, op.dst.op.ptr.ptr = (CUdeviceptr)(uintptr_t)(m + 64);
+	op.dst.op.ptr.rowLength = 40;
+	op.extent.width = 16, op.extent.height = 2, op.extent.depth = 1;
+	op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+	CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	rc = cuMemcpy3DBatchAsync(1, &op, 0, (CUstream)s);
+	if (rc != CUDA_ERROR_NOT_SUPPORTED) {
+		CHECK(rc == CUDA_SUCCESS, "cuMemcpy3DBatchAsync from the float array into the mapping: %d", (int)rc);
+		CUDA_OK(cudaStreamSynchronize(s));
+		for (size_t y = 0; y < 2; y++)
+			memcpy(want + 64 + y * 160, own + (1 + y) * 1024 + 5 * 4, 64);
+		expect_bytes(m, want, bytes, "the mapping after a batch copied a box of a float array into it");
+	}
+	ad.Format = CU_AD_FORMAT_UNORM_INT8X1;
+	if (cuArrayCreate(&an, &ad) == CUDA_SUCCESS) {
+		op.src.op.array.array = an;
+		memcpy(want, m, bytes);
+		rc = cuMemcpy3DBatchAsync(1, &op, 0, (CUstream)s);
+		CUDA_OK(cudaStreamSynchronize(s));
+		CHECK(rc == CUDA_ERROR_NOT_SUPPORTED, "cuMemcpy3DBatchAsync from a UNORM_INT8X1 array into the "
+		      "mapping: %d, want CUDA_ERROR_NOT_SUPPORTED", (int)rc);
+		expect_bytes(m, want, bytes, "the mapping after a batch with a UNORM_INT8X1 array");
+		CHECK(cuArrayDestroy(an) == CUDA_SUCCESS, "cuArrayDestroy");
+	}
+	CHECK(cuArrayDestroy(af) == CUDA_SUCCESS, "cuArrayDestroy");
 	CUDA_OK(cudaStreamDestroy(s));
 
 	/* Into a read-only mapping of the file: refused, nothing changed. */
