@@ -2007,6 +2007,8 @@ static void case_array_copies(void)
 			memcpy(want + (2 + y) * row + 100, m + 16 + y * 512, 64);
 		expect_bytes(back, want, bytes, "the array after a batch copied a box of the mapping into it");
 	}
+	CUDA_OK(cudaStreamDestroy(s));
+
 	/* Elements of 4 bytes (a float array, 256 x 4): a box of 16 x 2 of
 	 * them at (5, 1) out of the array into the mapping (rows of 40
 	 * elements), the rest of the mapping untouched; and an array of a
