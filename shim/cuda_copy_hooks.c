@@ -593,19 +593,7 @@ static size_t array_element_bytes(CUarray array)
 	CUDA_ARRAY3D_DESCRIPTOR d;
 	if (!get || get(&d, array) != CUDA_SUCCESS || !d.NumChannels || d.NumChannels > 4)
 		return 0;
-	switch (d.Format) {
-	case CU_AD_FORMAT_UNSIGNED_INT8:
-	case CU_AD_FORMAT_SIGNED_INT8:
-	case CU_AD_FORMAT_UNSIGNED_INT16:
-	case CU_AD_FORMAT_SIGNED_INT16:
-	case CU_AD_FORMAT_HALF:
-	case CU_AD_FORMAT_UNSIGNED_INT32:
-	case CU_AD_FORMAT_SIGNED_INT32:
-	case CU_AD_FORMAT_FLOAT:
-		return cuda_array_element_bytes(d.Format, d.NumChannels);
-	default:
-		return 0;
-	}
+	return cuda_array_element_bytes(d.Format, d.NumChannels);
 }
 
 /* The element size of `op`'s copy: an array's on either side, else 1

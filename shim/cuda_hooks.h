@@ -203,8 +203,8 @@ GAIA_HIDDEN struct gpu_launch launch_info(enum gpu_func_kind kind, const void *f
  * (every direction but device to device). */
 GAIA_HIDDEN bool memcpy_sync_is_host_sync(CUdeviceptr dst, CUdeviceptr src);
 /* Bytes an element of a CUDA array of format f with `channels` channels
- * (at most 4 counted) takes; 16, the largest, for a format not listed
- * (cuda_mem_hooks.c). */
+ * (at most 4 counted) takes; 0 for a format not listed (normalized,
+ * block-compressed, YUV: cuda_mem_hooks.c). */
 GAIA_HIDDEN size_t cuda_array_element_bytes(CUarray_format f, unsigned channels);
 
 /* The wrappers are exported (interposable) names; the table points at

@@ -181,7 +181,7 @@ size_t cuda_array_element_bytes(CUarray_format f, unsigned channels)
 	case CU_AD_FORMAT_FLOAT:
 		return 4u * channels;
 	default:
-		return 16;
+		return 0;
 	}
 }
 
@@ -193,6 +193,8 @@ static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
 	size_t w = d->Width, h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1, total = 0;
 	bool keep_z = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
 	size_t e = cuda_array_element_bytes(d->Format, d->NumChannels ? d->NumChannels : 1);
+	if (!e)
+		e = 16; /* the largest element: an unknown format is not underestimated */
 	/* the driver clamps the levels to 1 + log2 of the longest extent:
 	 * none past the one where every extent that halves is 1 */
 	for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {
