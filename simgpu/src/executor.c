@@ -143,16 +143,33 @@ static bool is_blocking(uint32_t s)
     return !(SH->streams[s].flags & SIM_STREAM_NONBLOCKING);
 }
 
+/* Stream t has an earlier op than seq still running: in its queue, or a
+ * copy the host is making without a gate (queue.c, copy_on_idle_stream). */
+static bool host_copy_before(uint32_t t, uint64_t seq)
+{
+    uint64_t h = SH->streams[t].host_copy_seq;
+    if (!h || h >= seq)
+        return false;
+    SH->host_copy_waited = 1;
+    return true;
+}
+
+static bool earlier_pending(uint32_t t, uint64_t seq)
+{
+    return (dq[t].head && dq[t].head->op.seq < seq) || host_copy_before(t, seq);
+}
+
 static bool deps_met(const struct sim_op *op)
 {
     uint32_t s = op->stream;
+    if (host_copy_before(s, op->seq))
+        return false;
     if (s == SIM_STREAM_LEGACY_SLOT) {
         for (uint32_t t = 1; t < SIM_MAX_STREAMS; t++)
-            if (dq[t].head && dq[t].head->op.seq < op->seq && is_blocking(t))
+            if (is_blocking(t) && earlier_pending(t, op->seq))
                 return false;
     } else if (is_blocking(s)) {
-        const struct qnode *h = dq[SIM_STREAM_LEGACY_SLOT].head;
-        if (h && h->op.seq < op->seq)
+        if (earlier_pending(SIM_STREAM_LEGACY_SLOT, op->seq))
             return false;
     }
     if (op->kind == SIM_OP_WAIT)

@@ -45,9 +45,11 @@ int sim_wait_seq(struct sim_device *d, uint32_t slot, uint64_t seq)
     int rc = sim_lock(d);
     if (rc)
         return rc;
+    d->sh->seq_waiters++;
     while (d->sh->streams[slot].completed_seq < seq)
         if ((rc = sim_host_wait(d)))
-            return rc;
+            return rc; /* the device is gone: the count no longer matters */
+    d->sh->seq_waiters--;
     sim_unlock(d);
     return 0;
 }
@@ -71,10 +73,12 @@ int sim_device_sync(struct sim_device *d)
         return rc;
     for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++)
         target[s] = d->sh->streams[s].submitted_seq;
+    d->sh->seq_waiters++;
     for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++)
         while (d->sh->streams[s].completed_seq < target[s])
             if ((rc = sim_host_wait(d)))
-                return rc;
+                return rc; /* the device is gone: the count no longer matters */
+    d->sh->seq_waiters--;
     sim_unlock(d);
     return 0;
 }
@@ -240,9 +244,78 @@ static void bus_copy(struct sim_device *d, void *dst, const void *src, size_t n,
  * the modelled transfer ends.  This is the "pageable memory" behaviour of
  * real CUDA: the call returns once the copy is done.
  */
+static bool stream_done_locked(const struct sim_shared *sh, uint32_t s)
+{
+    return sh->streams[s].completed_seq >= sh->streams[s].submitted_seq && !sh->streams[s].host_copy_seq;
+}
+
+/* Nothing a new op of stream `slot` would wait for is left: the stream has
+ * completed everything submitted to it, and so has what the default-stream
+ * rules order it after (executor.c: every blocking stream for the legacy
+ * stream, the legacy stream for a blocking one). */
+static bool nothing_before_locked(const struct sim_shared *sh, uint32_t slot)
+{
+    if (!stream_done_locked(sh, slot))
+        return false;
+    if (slot == SIM_STREAM_LEGACY_SLOT) {
+        for (uint32_t t = 1; t < SIM_MAX_STREAMS; t++)
+            if (!(sh->streams[t].flags & SIM_STREAM_NONBLOCKING) && !stream_done_locked(sh, t))
+                return false;
+    } else if (!(sh->streams[slot].flags & SIM_STREAM_NONBLOCKING) &&
+               !stream_done_locked(sh, SIM_STREAM_LEGACY_SLOT)) {
+        return false;
+    }
+    return true;
+}
+
+/* The copy of a stream with nothing before it to wait for starts at once,
+ * as a driver starts a copy engine on an idle stream: the host takes a seq
+ * for it without a ring entry and marks it in the stream (host_copy_seq),
+ * so ops submitted meanwhile wait for it as they would for a gate
+ * (executor.c's deps_met), and syncs, queries and events see the stream
+ * busy until it ends. Saves the round trip to the device process a gate
+ * costs, which a GPU does not have. Returns 1 if the copy was made, 0 if
+ * the stream has earlier work (the caller gates), or -errno. */
+static int copy_on_idle_stream(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
+                               enum simgpu_bus_dir dir, enum sim_copy_charge charge)
+{
+    int rc = sim_lock(d);
+    if (rc)
+        return rc;
+    struct sim_shared *sh = d->sh;
+    if (!nothing_before_locked(sh, slot)) {
+        sim_unlock(d);
+        return 0;
+    }
+    uint64_t seq = sh->next_seq++;
+    sh->streams[slot].submitted_seq = seq;
+    sh->streams[slot].host_copy_seq = seq;
+    sim_unlock(d);
+    int poisoned = sh->sticky_error;
+    if (!poisoned)
+        bus_copy(d, dst, src, n, dir, charge);
+    if ((rc = sim_lock(d)))
+        return rc;
+    sh->streams[slot].host_copy_seq = 0;
+    sh->streams[slot].completed_seq = seq;  /* later ops of the stream waited for it */
+    if (sh->host_copy_waited) {
+        /* only then: waking idle workers for nothing costs a GPU-less
+         * machine more than the copy */
+        sh->host_copy_waited = 0;
+        pthread_cond_broadcast(&sh->dev_cv);
+    }
+    if (sh->seq_waiters) /* the copy engines wait on host_cv too: not for this */
+        pthread_cond_broadcast(&sh->host_cv);
+    sim_unlock(d);
+    return poisoned ? -EIO : 1;
+}
+
 int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const void *src, size_t n,
                         enum simgpu_bus_dir dir, enum sim_copy_charge charge)
 {
+    int done = copy_on_idle_stream(d, slot, dst, src, n, dir, charge);
+    if (done)
+        return done < 0 ? done : 0;
     uint32_t gate;
     int rc = gate_acquire(d, &gate);
     if (rc)

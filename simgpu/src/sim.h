@@ -93,6 +93,9 @@ struct sim_stream_slot {
     uint32_t flags;             /* SIM_STREAM_NONBLOCKING */
     uint64_t submitted_seq;     /* host: seq of the last op submitted */
     uint64_t completed_seq;     /* device: seq of the last op completed */
+    uint64_t host_copy_seq;     /* host: seq of a copy the host is making without a gate, 0 = none
+                                   (queue.c): the stream's later ops, and those that follow
+                                   the stream by the default-stream rules, wait for it */
 };
 
 struct sim_event_slot {
@@ -116,6 +119,8 @@ struct sim_shared {
     int32_t vmm_result;         /* 0 or -errno of the last SIM_OP_VMM */
     uint64_t in_the_way[2];     /* a refused HOSTMEM_PROBE: the device's mapping there */
     int32_t device_ready;
+    uint32_t host_copy_waited;  /* a device op waited for a host_copy_seq: its end wakes dev_cv */
+    uint32_t seq_waiters;       /* host threads waiting for a completed_seq (queue.c) */
     uint32_t gates[SIM_MAX_GATES];
     struct sim_stream_slot streams[SIM_MAX_STREAMS];
     struct sim_event_slot events[SIM_MAX_EVENTS];

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "run_self.h"
@@ -328,6 +329,123 @@ static void test_the_knobs_set_the_copy_time(void **)
     }
 }
 
+/* A copy between pageable memory and the device on a stream with nothing
+ * before it starts at once, without a round trip to the device process
+ * (queue.c); what is submitted while it runs still waits for it: a later
+ * op of the same stream, an op of the legacy stream after a copy on a
+ * blocking stream, and an op of a blocking stream after a copy on the
+ * legacy stream. Another thread submits that op once the copy's stream
+ * reads busy, then syncs: it must return only after the copy's modelled
+ * time. */
+enum during_kind { SAME_STREAM, LEGACY_AFTER_BLOCKING, BLOCKING_AFTER_LEGACY };
+struct during {
+    CUcontext ctx;
+    CUstream s;           /* the copy's stream */
+    CUstream op_stream;   /* where the other thread's memset goes */
+    CUdeviceptr d;        /* what it writes */
+    size_t n;
+    volatile int copy_returned;
+    int saw_busy;
+    CUresult rc;
+    double done_ms;       /* when its memset and sync had returned */
+};
+
+static void *submit_during(void *arg)
+{
+    during *w = (during *)arg;
+    if ((w->rc = cuCtxSetCurrent(w->ctx)) != CUDA_SUCCESS)
+        return NULL;
+    for (;;) {
+        CUresult q = cuStreamQuery(w->s);
+        if (q == CUDA_ERROR_NOT_READY)
+            break;
+        if (q != CUDA_SUCCESS) {
+            w->rc = q;
+            return NULL;
+        }
+        if (__atomic_load_n(&w->copy_returned, __ATOMIC_ACQUIRE))
+            return NULL; /* never saw the copy: the caller tries again */
+    }
+    w->saw_busy = 1;
+    if ((w->rc = cuMemsetD8Async(w->d, 0x77, w->n, w->op_stream)) == CUDA_SUCCESS)
+        w->rc = cuStreamSynchronize(w->op_stream);
+    w->done_ms = now_ms();
+    return NULL;
+}
+
+static void copy_with_op_submitted_during(enum during_kind kind)
+{
+    const bool other_stream = kind != SAME_STREAM;
+    const size_t n = 64 * MB;
+    unsigned char *h = (unsigned char *)malloc(n), *back = (unsigned char *)malloc(n);
+    assert_non_null(h);
+    assert_non_null(back);
+    memset(h, 0x11, n);
+    CUdeviceptr d, other;
+    CU_OK(cuMemAlloc(&d, n));
+    CU_OK(cuMemAlloc(&other, n));
+    CUstream created;   /* blocking for the two default-stream cases */
+    CU_OK(cuStreamCreate(&created, kind == SAME_STREAM ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+    CUstream s = kind == BLOCKING_AFTER_LEGACY ? CU_STREAM_LEGACY : created;
+    CUstream op = kind == LEGACY_AFTER_BLOCKING ? CU_STREAM_LEGACY : created;
+    CU_OK(cuMemsetD8Async(d, 0, n, s));   /* the device pages exist before the timed copy */
+    CU_OK(cuMemsetD8(other, 0, n));
+    CU_OK(cuCtxSynchronize());
+    during w = {};
+    int tries = 0;
+    double start = 0, returned = 0;
+    do {
+        w = during{};
+        CU_OK(cuCtxGetCurrent(&w.ctx));
+        w.s = s;
+        w.op_stream = op;
+        w.d = other_stream ? other : d;
+        w.n = n;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, submit_during, &w), 0);
+        start = now_ms();
+        CU_OK(cuMemcpyHtoDAsync(d, h, n, s)); /* pageable: returns when the bytes are there */
+        returned = now_ms();
+        __atomic_store_n(&w.copy_returned, 1, __ATOMIC_RELEASE);
+        pthread_join(t, NULL);
+        assert_int_equal((int)w.rc, (int)CUDA_SUCCESS);
+    } while (!w.saw_busy && ++tries < 3);
+    static const char *what[] = { "memset on the copy's stream",
+                                  "legacy-stream memset after a copy on a blocking stream",
+                                  "blocking-stream memset after a copy on the legacy stream" };
+    printf("# %s: pageable 64 MiB copy returned after %.1f ms (model %.1f); the memset submitted during it "
+           "done after %.1f ms\n", what[kind], returned - start, modelled_ms(n, true), w.done_ms - start);
+    assert_true(w.saw_busy);
+    if (gbps())
+        assert_true(w.done_ms - start >= modelled_ms(n, true) - 0.01);
+    CU_OK(cuMemcpyDtoH(back, d, n));
+    for (size_t i = 0; i < n; i += 4093)
+        assert_int_equal(back[i], other_stream ? 0x11 : 0x77);
+    CU_OK(cuMemcpyDtoH(back, other, n));
+    for (size_t i = 0; i < n; i += 4093)
+        assert_int_equal(back[i], other_stream ? 0x77 : 0);
+    CU_OK(cuStreamDestroy(created));
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFree(other));
+    free(h);
+    free(back);
+}
+
+static void test_an_op_of_the_stream_submitted_during_a_copy_waits_for_it(void **)
+{
+    copy_with_op_submitted_during(SAME_STREAM);
+}
+
+static void test_a_legacy_stream_op_submitted_during_a_copy_on_a_blocking_stream_waits_for_it(void **)
+{
+    copy_with_op_submitted_during(LEGACY_AFTER_BLOCKING);
+}
+
+static void test_a_blocking_stream_op_submitted_during_a_copy_on_the_legacy_stream_waits_for_it(void **)
+{
+    copy_with_op_submitted_during(BLOCKING_AFTER_LEGACY);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--measure"))
@@ -338,6 +456,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_link_per_direction_shared_by_all_streams),
         cmocka_unit_test(test_uvm_migrations_are_charged_on_the_link),
         cmocka_unit_test(test_the_knobs_set_the_copy_time),
+        cmocka_unit_test(test_an_op_of_the_stream_submitted_during_a_copy_waits_for_it),
+        cmocka_unit_test(test_a_legacy_stream_op_submitted_during_a_copy_on_a_blocking_stream_waits_for_it),
+        cmocka_unit_test(test_a_blocking_stream_op_submitted_during_a_copy_on_the_legacy_stream_waits_for_it),
     };
     return cmocka_run_group_tests_name("bus", tests, sim_test_setup, NULL);
 }
