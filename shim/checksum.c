@@ -170,9 +170,13 @@ void page_sums_untrust(struct page_sums *s)
 		s->mtime.tv_nsec = -1;
 }
 
+bool page_sums_current_stat(const struct page_sums *s, const struct stat *st)
+{
+	return s->ready && same_time(&st->st_mtim, &s->mtime) && same_time(&st->st_ctim, &s->ctime);
+}
+
 bool page_sums_current(struct page_sums *s, int fd)
 {
 	struct stat st;
-	return s->ready && fstat(fd, &st) == 0 && same_time(&st.st_mtim, &s->mtime) &&
-	       same_time(&st.st_ctim, &s->ctime);
+	return fstat(fd, &st) == 0 && page_sums_current_stat(s, &st);
 }

@@ -164,9 +164,10 @@ void gpu_peer_forget(struct gaia_mapping *m)
 	m->peer = NULL;
 }
 
-size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
-		     size_t *kernel_bytes)
+size_t gpu_peer_read(const struct stat *st, void *buf, size_t len, off_t offset, size_t *kernel_bytes)
 {
+	dev_t dev = st->st_dev;
+	ino_t ino = st->st_ino;
 	size_t served = 0;
 	*kernel_bytes = len;
 	mapping_lock_take();
@@ -176,7 +177,7 @@ size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t 
 			continue;
 		/* A writer not under the shim may have changed the file since the
 		 * devices' copies were checked: only an unchanged file is served. */
-		if (!page_sums_current(m->sums, fd))
+		if (!page_sums_current_stat(m->sums, st))
 			break;
 		uint64_t rel = (uint64_t)offset - m->offset, p = rel / PG;
 		uint64_t want_end = (rel + len + PG - 1) / PG;

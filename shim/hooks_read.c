@@ -56,8 +56,7 @@ static ssize_t peer_pread(int fd, const struct stat *st, char *buf, size_t len, 
 		size_t ask = len - done < left ? len - done : left;
 		size_t kernel_bytes = ask;
 		gaia_in_shim++;
-		size_t served = gpu_peer_read(st->st_dev, st->st_ino, fd, buf + done, ask,
-					      offset + (off_t)done, &kernel_bytes);
+		size_t served = gpu_peer_read(st, buf + done, ask, offset + (off_t)done, &kernel_bytes);
 		gaia_in_shim--;
 		if (served) {
 			stats_add(GAIA_STAT_peer_read_bytes, served);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -232,6 +233,8 @@ GAIA_HIDDEN bool page_sums_ready(const struct page_sums *s);
 GAIA_HIDDEN uint64_t page_sums_pages_read(const struct page_sums *s);
 /* Whether the file behind fd is unchanged (times) since the last pass. */
 GAIA_HIDDEN bool page_sums_current(struct page_sums *s, int fd);
+/* The same for a file whose fstat gave st. */
+GAIA_HIDDEN bool page_sums_current_stat(const struct page_sums *s, const struct stat *st);
 /* When the file behind fd changed (mtime/ctime) since the last call:
  * re-reads the pages of [file_offset, +npages pages) for which wanted()
  * (may be NULL) says yes and calls changed() for each whose checksum
@@ -419,7 +422,7 @@ GAIA_HIDDEN extern bool gaia_peer_reads;
  * so that it can later reserve that mapping's address (it never places a
  * reservation over what was mapped when it initialised). */
 GAIA_HIDDEN void gpu_before_placing(void) __attribute__((weak));
-GAIA_HIDDEN size_t gpu_peer_read(dev_t dev, ino_t ino, int fd, void *buf, size_t len, off_t offset,
+GAIA_HIDDEN size_t gpu_peer_read(const struct stat *st, void *buf, size_t len, off_t offset,
 				 size_t *kernel_bytes) __attribute__((weak));
 GAIA_HIDDEN void mapping_after_discard(void *addr, size_t len);
 /* gaia_macquire/gaia_mrelease for a device (gpu.c; weak: absent without

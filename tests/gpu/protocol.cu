@@ -741,6 +741,44 @@ static void case_peer_read(void)
 	free(pattern);
 }
 
+/* Another writer, not under the shim (a raw pwrite64), changes bytes of a
+ * file whose pages a device holds, and the page cache lets the page go
+ * again: a read must return the new bytes, from storage, not the device's
+ * older copy. */
+static void case_peer_read_outside_writer(void)
+{
+	const size_t bytes = 64 * PAGE;
+	int fd;
+	unsigned char *pattern, *d;
+	unsigned char *m = peer_setup(bytes, 29, 3, &fd, &pattern, &d);
+	const off_t at = 10 * PAGE + 77;
+	unsigned char v[100];
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (unsigned char)(pattern[at + i] ^ 0x5a);
+	/* the file's times move by at least a tick */
+	usleep(20000);
+	CHECK(unseen_syscall(SYS_pwrite64, fd, (long)v, sizeof(v), (long)at, 0, 0) == (long)sizeof(v),
+	      "pwrite64: %s", strerror(errno));
+	CHECK(fsync(fd) == 0, "fsync");
+	CHECK(madvise(m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	CHECK(posix_fadvise(fd, 0, bytes, POSIX_FADV_DONTNEED) == 0, "posix_fadvise");
+	unsigned char vec[64];
+	CHECK(mincore(m, bytes, vec) == 0, "mincore");
+	if (vec[10] & 1) {
+		printf("skip: the kernel kept page 10 resident after MADV_PAGEOUT and DONTNEED\n");
+		exit(77);
+	}
+	unsigned char got[3 * PAGE];
+	CHECK(pread(fd, got, sizeof(got), 9 * PAGE) == (ssize_t)sizeof(got), "pread: %s", strerror(errno));
+	for (size_t i = 0; i < sizeof(got); i++) {
+		off_t o = 9 * PAGE + (off_t)i;
+		unsigned char want = o >= at && o < at + (off_t)sizeof(v) ? v[o - at] : pattern[o];
+		CHECK(got[i] == want, "after another writer's pwrite64: pread read byte %lld as %u, the file has %u",
+		      (long long)o, got[i], want);
+	}
+	free(pattern);
+}
+
 /* Two devices write overlapping bytes of one page in overlapping epochs:
  * the higher device wins whatever the order of the syncs. */
 static void case_two_devices(int order)
@@ -2667,6 +2705,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "two_devices_10"))
 		case_two_devices(1);
 	else
+	else if (!strcmp(c, "peer_read_outside_writer"))
+		case_peer_read_outside_writer();
 		CHECK(0, "unknown case %s", c);
 	/* The backing asked for is the one used: under managed the replica is
 	 * managed memory, under vmm device memory at the mapping's address (the
