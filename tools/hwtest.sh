@@ -193,7 +193,7 @@ done
 
 # ---- tests/gpu/protocol, the cases CTest runs (tests/gpu/CMakeLists.txt)
 cases=(launch_sees_cpu sync_publishes false_sharing same_byte cpu_store_invisible private bytes_moved
-	launch_after_launch peer_read touch_during_first_launch mprotect_writable truncated_while_mapped
+	launch_after_launch peer_read peer_read_outside_writer touch_during_first_launch mprotect_writable truncated_while_mapped
 	map_fixed_over_replica explicit_device_calls two_devices_01 two_devices_10 late_fault_after_move)
 [[ $quick == 1 ]] && cases=(launch_sees_cpu sync_publishes false_sharing same_byte map_fixed_over_replica two_devices_10)
 for c in "${cases[@]}"; do
@@ -216,13 +216,14 @@ done
 # GAIA_BACKING=pinned, and auto where the file is larger than half the
 # device's free memory (the cases map 256 MiB: on the simulator a 64 MiB
 # device; on a GPU auto gives such a file a replica).
-for c in in_place_sparse in_place_then_writable in_place_remapped in_place_truncated in_place_mremap_over \
+for c in in_place_sparse in_place_no_look in_place_then_writable in_place_remapped in_place_truncated in_place_mremap_over \
 	kernel_writes_in_place in_place_made_unreadable; do
 	for b in pinned auto; do
 		[[ $quick == 1 && $b == auto ]] && continue
 		# a GPU's free memory holds the file: auto gives it a replica,
-		# which drops a kernel's store instead of faulting
-		[[ $c == kernel_writes_in_place && $b == auto && $target == gpu ]] && continue
+		# which drops a kernel's store instead of faulting, and whose
+		# first look reads the file whole
+		[[ ($c == kernel_writes_in_place || $c == in_place_no_look) && $b == auto && $target == gpu ]] && continue
 		run "protocol $c" "shim $b" exit "${shim_env[@]}" "GAIA_BACKING=$b" SIMGPU_MEM_MB=64 -- "$protocol" "$c"
 	done
 done
