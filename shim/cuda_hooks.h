@@ -139,6 +139,11 @@ enum hook_lib { DRV, RT };
 	X(cuMemAllocAsync,                   11020, 1, cuMemAllocAsync_ptsz,                 DRV, PFN_cuMemAllocAsync_v11020_ptsz)           \
 	X(cuMemAllocFromPoolAsync,           11020, 0, cuMemAllocFromPoolAsync,              DRV, PFN_cuMemAllocFromPoolAsync_v11020)        \
 	X(cuMemAllocFromPoolAsync,           11020, 1, cuMemAllocFromPoolAsync_ptsz,         DRV, PFN_cuMemAllocFromPoolAsync_v11020_ptsz)   \
+	/* pools: which device each allocates from */                                                                                         \
+	X(cuMemPoolCreate,                   11020, 0, cuMemPoolCreate,                      DRV, PFN_cuMemPoolCreate_v11020)                \
+	X(cuMemPoolDestroy,                  11020, 0, cuMemPoolDestroy,                     DRV, PFN_cuMemPoolDestroy_v11020)               \
+	X(cuDeviceGetDefaultMemPool,         11020, 0, cuDeviceGetDefaultMemPool,            DRV, PFN_cuDeviceGetDefaultMemPool_v11020)      \
+	X(cuDeviceGetMemPool,                11020, 0, cuDeviceGetMemPool,                   DRV, PFN_cuDeviceGetMemPool_v11020)             \
 	X(cuArrayCreate,                     3020,  0, cuArrayCreate_v2,                     DRV, PFN_cuArrayCreate_v3020)                   \
 	X(cuArray3DCreate,                   3020,  0, cuArray3DCreate_v2,                   DRV, PFN_cuArray3DCreate_v3020)                 \
 	X(cuMipmappedArrayCreate,            5000,  0, cuMipmappedArrayCreate,               DRV, PFN_cuMipmappedArrayCreate_v5000)          \

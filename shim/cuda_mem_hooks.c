@@ -19,6 +19,8 @@
 #include "backend_cuda.h"
 #include "gpu_mapping.h"
 
+#include <pthread.h>
+
 #define HOOK_ALIAS(base, ver, pt, abi, lib, pfn) HOOK_ALIAS_DEFINE(abi)
 CUDA_MEM_HOOK_TABLE(HOOK_ALIAS)
 #undef HOOK_ALIAS
@@ -88,7 +90,7 @@ MEMSET_WIDTH(32, unsigned int, 4)
  * (their regions page on demand from their next launch:
  * gpu_mappings_make_room), and the allocation is tried again. Without the
  * shim the memory would have been free. The stream-ordered ones take the
- * current device's (a pool's device is not asked of the driver). So do
+ * current device's, cuMemAllocFromPoolAsync the pool's (pool_device). So do
  * arrays (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: cudart's
  * cudaMallocArray family), whose size is estimated from their descriptor;
  * room is made again while the retry still finds none and replicas are
@@ -149,6 +151,90 @@ ALLOC_ASYNC(cuMemAllocAsync)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 #undef ALLOC_ASYNC
 
+/* The device each pool allocates from: a pool is tied to one device
+ * (CUmemPoolProps.location), which no driver call tells afterwards, so
+ * the pools the program creates or is handed (a device's default or
+ * current pool) are noted here. One the shim never saw (more than
+ * MAX_POOLS alive, or made before the shim loaded) is taken to be the
+ * current device's. */
+enum { MAX_POOLS = 256 };
+static struct {
+	CUmemoryPool pool;
+	int dev;
+} pools[MAX_POOLS];
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* pool's entry (NULL: a free one), or -1; with pools_lock held. */
+static int pool_slot_locked(CUmemoryPool pool)
+{
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (pools[i].pool == pool)
+			return i;
+	return -1;
+}
+
+static void pool_note(CUmemoryPool pool, int dev)
+{
+	pthread_mutex_lock(&pools_lock);
+	int i = pool_slot_locked(pool);
+	if (i < 0)
+		i = pool_slot_locked(NULL);
+	if (i >= 0)
+		pools[i].pool = pool, pools[i].dev = dev;
+	pthread_mutex_unlock(&pools_lock);
+}
+
+static int pool_device(CUmemoryPool pool)
+{
+	pthread_mutex_lock(&pools_lock);
+	int i = pool_slot_locked(pool);
+	int dev = i >= 0 ? pools[i].dev : CURRENT_DEVICE;
+	pthread_mutex_unlock(&pools_lock);
+	return dev;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	__typeof__(&cuMemPoolCreate) real = REAL_OF(cuMemPoolCreate);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(pool, props);
+	if (rc == CUDA_SUCCESS && pool && props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		pool_note(*pool, props->location.id);
+	return rc;
+}
+
+GAIA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+	__typeof__(&cuMemPoolDestroy) real = REAL_OF(cuMemPoolDestroy);
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = real(pool);
+	if (rc == CUDA_SUCCESS && pool) {
+		pthread_mutex_lock(&pools_lock);
+		int i = pool_slot_locked(pool);
+		if (i >= 0)
+			pools[i].pool = NULL;
+		pthread_mutex_unlock(&pools_lock);
+	}
+	return rc;
+}
+
+#define DEVICE_POOL(abi)                                                                          \
+	GAIA_EXPORT CUresult CUDAAPI abi(CUmemoryPool *pool, CUdevice dev)                        \
+	{                                                                                         \
+		__typeof__(&abi) real = REAL_OF(abi);                                             \
+		if (!real)                                                                        \
+			return CUDA_ERROR_NOT_INITIALIZED;                                        \
+		CUresult rc = real(pool, dev);                                                    \
+		if (rc == CUDA_SUCCESS && pool)                                                   \
+			pool_note(*pool, dev);                                                    \
+		return rc;                                                                        \
+	}
+DEVICE_POOL(cuDeviceGetDefaultMemPool)
+DEVICE_POOL(cuDeviceGetMemPool)
+#undef DEVICE_POOL
+
 #define ALLOC_FROM_POOL(abi)                                                                              \
 	GAIA_EXPORT CUresult CUDAAPI abi(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)         \
 	{                                                                                                 \
@@ -156,7 +242,7 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 		if (!real)                                                                                \
 			return CUDA_ERROR_NOT_INITIALIZED;                                                \
 		CUresult rc = real(p, n, pool, s);                                                        \
-		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(CURRENT_DEVICE, n))                \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && room_made(pool_device(pool), n))             \
 			rc = real(p, n, pool, s);                                                         \
 		return rc;                                                                                \
 	}

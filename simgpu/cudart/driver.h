@@ -30,6 +30,16 @@ struct cudart_driver {
     PFN_cuMipmappedArrayDestroy_v5000 MipmappedArrayDestroy;
     PFN_cuMemAllocAsync_v11020 MemAllocAsync;
     PFN_cuMemFreeAsync_v11020 MemFreeAsync;
+    PFN_cuMemAllocFromPoolAsync_v11020 MemAllocFromPoolAsync;
+    PFN_cuMemAllocFromPoolAsync_v11020_ptsz MemAllocFromPoolAsync_ptsz;
+    PFN_cuMemPoolCreate_v11020 MemPoolCreate;
+    PFN_cuMemPoolDestroy_v11020 MemPoolDestroy;
+    PFN_cuMemPoolSetAttribute_v11020 MemPoolSetAttribute;
+    PFN_cuMemPoolGetAttribute_v11020 MemPoolGetAttribute;
+    PFN_cuMemPoolTrimTo_v11020 MemPoolTrimTo;
+    PFN_cuDeviceGetDefaultMemPool_v11020 DeviceGetDefaultMemPool;
+    PFN_cuDeviceGetMemPool_v11020 DeviceGetMemPool;
+    PFN_cuDeviceSetMemPool_v11020 DeviceSetMemPool;
     PFN_cuMemGetInfo_v3020 MemGetInfo;
     PFN_cuMemcpyHtoD_v3020 MemcpyHtoD;
     PFN_cuMemcpyDtoH_v3020 MemcpyDtoH;

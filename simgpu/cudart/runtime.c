@@ -251,6 +251,79 @@ cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t stream)
     return r == CUDA_ERROR_INVALID_VALUE ? record(cudaErrorInvalidDevicePointer) : ret(r);
 }
 
+/* Memory pools: the driver's (cudaMemPool_t is a CUmemoryPool, and
+ * cudaMemPoolProps, cudaMemPoolAttr have the driver's layout and values). */
+cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+    READY();
+    return ret(drv.MemPoolCreate((CUmemoryPool *)memPool, (const CUmemPoolProps *)poolProps));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+    READY();
+    return ret(drv.MemPoolDestroy((CUmemoryPool)memPool));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    READY();
+    return ret(drv.MemPoolSetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    READY();
+    return ret(drv.MemPoolGetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    READY();
+    return ret(drv.MemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+    READY();
+    return ret(drv.DeviceGetDefaultMemPool((CUmemoryPool *)memPool, device));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
+{
+    READY();
+    return ret(drv.DeviceGetMemPool((CUmemoryPool *)memPool, device));
+}
+
+cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
+{
+    READY();
+    return ret(drv.DeviceSetMemPool(device, (CUmemoryPool)memPool));
+}
+
+static cudaError_t from_pool(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream, bool ptds)
+{
+    READY();
+    if (!ptr)
+        return record(cudaErrorInvalidValue);
+    CUdeviceptr p = 0;
+    CUresult r = ptds ? drv.MemAllocFromPoolAsync_ptsz(&p, size, (CUmemoryPool)pool, (CUstream)stream)
+                      : drv.MemAllocFromPoolAsync(&p, size, (CUmemoryPool)pool, (CUstream)stream);
+    *ptr = (void *)(uintptr_t)p;
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? record(cudaErrorMemoryAllocation) : ret(r);
+}
+
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    return from_pool(ptr, size, memPool, stream, false);
+}
+
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                   cudaStream_t stream)
+{
+    return from_pool(ptr, size, memPool, stream, true);
+}
+
 /* ---- pinned host memory ---- */
 
 /* cudaHostAlloc* and cudaHostRegister* flags have the driver's values. */

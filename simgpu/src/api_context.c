@@ -68,7 +68,7 @@ CUresult sim_current_device(struct sim_device **d)
     return CUDA_SUCCESS;
 }
 
-static CUresult check_device(CUdevice dev)
+CUresult sim_check_device(CUdevice dev)
 {
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
@@ -110,7 +110,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count)
 
 CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!name || len <= 0)
@@ -121,7 +121,7 @@ CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!bytes)
@@ -132,7 +132,7 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!uuid)
@@ -190,12 +190,12 @@ static const struct { CUdevice_attribute attr; int value; } attributes[] = {
     { CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, 1 },
     { CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 49152 },
     { CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0 },
-    { CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0 },
+    { CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1 },
 };
 
 CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
@@ -219,7 +219,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!pctx)
@@ -233,7 +233,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
  * the last reference only drops the count. */
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     int *rc = &sim.dev[dev].ctx.refcount;
@@ -250,7 +250,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 
 CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_MAP_HOST))
@@ -267,7 +267,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 /* Resources live with the process: a reset drains the device. */
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     return sim_errno_to_cu(sim_device_sync(&sim.dev[dev]));
@@ -280,7 +280,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 
 CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    CUresult r = check_device(dev);
+    CUresult r = sim_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
     if (!flags || !active)

@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
@@ -79,9 +81,9 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wi
 }
 
 /* Stream-ordered allocation: the memory is taken at once, from the current
- * device (the simulator has no pools: cuMemAllocFromPoolAsync is not
- * offered), and cuMemFreeAsync frees it once the device is idle, which
- * covers the stream's earlier work. */
+ * device's memory (its pools, below, keep nothing back), and
+ * cuMemFreeAsync frees it once the device is idle, which covers the
+ * stream's earlier work. */
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     (void)hStream;
@@ -91,6 +93,211 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     return cuMemAllocAsync(dptr, bytesize, hStream);
+}
+
+/* Memory pools: a pool names the device its allocations come from, and
+ * holds the attributes a program sets. Nothing is kept back: a free gives
+ * the memory to the device at once, so the release threshold and the
+ * reuse policies change nothing, cuMemPoolTrimTo has nothing to trim, and
+ * maxSize is not enforced. The usage counters (RESERVED_MEM_*, USED_MEM_*)
+ * are not kept: CUDA_ERROR_NOT_SUPPORTED. No IPC handle types. Each device
+ * has a default pool, its current one until cuDeviceSetMemPool. */
+#define SIM_POOL_MAGIC 0x4c4f4f50u /* "POOL" */
+struct sim_pool {
+    uint32_t magic;
+    int ordinal;
+    bool is_default;
+    cuuint64_t release_threshold;
+    int reuse[3];   /* FOLLOW_EVENT_DEPENDENCIES, ALLOW_OPPORTUNISTIC, ALLOW_INTERNAL_DEPENDENCIES */
+    struct sim_pool *next_destroyed;
+};
+static struct sim_pool *destroyed_pools;   /* kept, so that their handles read as destroyed */
+static struct sim_pool default_pools[SIM_MAX_DEVICES];
+static struct sim_pool *current_pools[SIM_MAX_DEVICES];   /* NULL: the default */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct sim_pool *default_pool(int ordinal)
+{
+    struct sim_pool *p = &default_pools[ordinal];
+    pthread_mutex_lock(&pool_lock);
+    if (p->magic != SIM_POOL_MAGIC)
+        *p = (struct sim_pool){ .magic = SIM_POOL_MAGIC, .ordinal = ordinal, .is_default = true,
+                                .reuse = { 1, 1, 1 } };
+    pthread_mutex_unlock(&pool_lock);
+    return p;
+}
+
+/* The pool behind a handle, or NULL (never created, or destroyed). */
+static struct sim_pool *pool_of(CUmemoryPool h)
+{
+    struct sim_pool *p = (struct sim_pool *)h;
+    return p && __atomic_load_n(&p->magic, __ATOMIC_ACQUIRE) == SIM_POOL_MAGIC ? p : NULL;
+}
+
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (props->location.id < 0 || props->location.id >= sim.ndevices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    struct sim_pool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (struct sim_pool){ .magic = SIM_POOL_MAGIC, .ordinal = props->location.id, .reuse = { 1, 1, 1 } };
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+/* The device's current pool becomes its default again if it was this one.
+ * The struct is kept (destroyed_pools): a stale handle must read as
+ * destroyed, not as whatever was allocated there next. */
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+    struct sim_pool *p = pool_of(pool);
+    if (!p || p->is_default)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_lock);
+    if (p->magic != SIM_POOL_MAGIC) { /* another thread destroyed it first */
+        pthread_mutex_unlock(&pool_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (current_pools[p->ordinal] == p)
+        current_pools[p->ordinal] = NULL;
+    __atomic_store_n(&p->magic, 0, __ATOMIC_RELEASE);
+    p->next_destroyed = destroyed_pools;
+    destroyed_pools = p;
+    pthread_mutex_unlock(&pool_lock);
+    return CUDA_SUCCESS;
+}
+
+/* dev's default pool, or its current one. */
+static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, bool current)
+{
+    CUresult r = sim_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_pool *p = NULL;
+    if (current) {
+        pthread_mutex_lock(&pool_lock);
+        p = current_pools[dev];
+        pthread_mutex_unlock(&pool_lock);
+    }
+    *pool = (CUmemoryPool)(p ? p : default_pool(dev));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    return device_pool(pool, dev, false);
+}
+
+CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    return device_pool(pool, dev, true);
+}
+
+CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    CUresult r = sim_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_pool *p = pool_of(pool);
+    if (!p || p->ordinal != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_lock);
+    if (p->magic != SIM_POOL_MAGIC) { /* destroyed meanwhile */
+        pthread_mutex_unlock(&pool_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    current_pools[dev] = p->is_default ? NULL : p;
+    pthread_mutex_unlock(&pool_lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, bool set)
+{
+    struct sim_pool *p = pool_of(pool);
+    if (!p || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+        int *slot = &p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        if (set)
+            *slot = *(const int *)value != 0;
+        else
+            *(int *)value = *slot;
+        return CUDA_SUCCESS;
+    }
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        if (set)
+            p->release_threshold = *(const cuuint64_t *)value;
+        else
+            *(cuuint64_t *)value = p->release_threshold;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, true);
+}
+
+CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    return pool_attribute(pool, attr, value, false);
+}
+
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    (void)minBytesToKeep;
+    return pool_of(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* From the pool's device, whichever device is current. */
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s, bool ptds)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_pool *p = pool_of(pool);
+    if (!dptr || !p || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_device *sd;
+    uint32_t slot;
+    if ((r = sim_stream_resolve(s, ptds, &sd, &slot)) != CUDA_SUCCESS)
+        return r;
+    if ((r = sim_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
+    struct sim_device *d = &sim.dev[p->ordinal];
+    return alloc_in(d, &d->device_mem, 0, bytesize, dptr);
+}
+
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+    return alloc_from_pool(dptr, bytesize, pool, hStream, false);
+}
+
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream)
+{
+    return alloc_from_pool(dptr, bytesize, pool, hStream, true);
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)

@@ -57,6 +57,16 @@
     X(cuMemAllocAsync, 11020, 0, cuMemAllocAsync, PFN_cuMemAllocAsync_v11020)               \
     X(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)    \
     X(cuMemFreeAsync, 11020, 0, cuMemFreeAsync, PFN_cuMemFreeAsync_v11020)                  \
+    X(cuMemAllocFromPoolAsync, 11020, 0, cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020) \
+    X(cuMemAllocFromPoolAsync, 11020, PT, cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz) \
+    X(cuMemPoolCreate, 11020, 0, cuMemPoolCreate, PFN_cuMemPoolCreate_v11020)               \
+    X(cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy, PFN_cuMemPoolDestroy_v11020)            \
+    X(cuMemPoolSetAttribute, 11020, 0, cuMemPoolSetAttribute, PFN_cuMemPoolSetAttribute_v11020) \
+    X(cuMemPoolGetAttribute, 11020, 0, cuMemPoolGetAttribute, PFN_cuMemPoolGetAttribute_v11020) \
+    X(cuMemPoolTrimTo, 11020, 0, cuMemPoolTrimTo, PFN_cuMemPoolTrimTo_v11020)               \
+    X(cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool, PFN_cuDeviceGetDefaultMemPool_v11020) \
+    X(cuDeviceGetMemPool, 11020, 0, cuDeviceGetMemPool, PFN_cuDeviceGetMemPool_v11020)      \
+    X(cuDeviceSetMemPool, 11020, 0, cuDeviceSetMemPool, PFN_cuDeviceSetMemPool_v11020)      \
     X(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz, PFN_cuMemFreeAsync_v11020_ptsz)       \
     X(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020)                       \
     X(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity, PFN_cuMemGetAllocationGranularity_v10020) \

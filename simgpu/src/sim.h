@@ -288,6 +288,8 @@ CUresult sim_array_side(CUarray h, struct sim_array_layout *out);
 
 /* api_context.c */
 CUresult sim_check_init(void);
+/* sim_check_init, then CUDA_ERROR_INVALID_DEVICE for an ordinal no device has. */
+CUresult sim_check_device(CUdevice dev);
 /* Device of the calling thread's current context (errors: not initialized,
  * invalid context, sticky device error). */
 CUresult sim_current_device(struct sim_device **d);

@@ -442,6 +442,81 @@ static void test_error_names(void **state)
     CU_IS(cuGetErrorName((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Memory pools: a created pool's allocations are device memory of its
+ * device (a round trip through them), attributes set read back, the
+ * device's current pool is its default until set and again after the set
+ * one is destroyed, a destroyed or default pool cannot be destroyed (or
+ * allocated from, once destroyed), and a pool of another device, an IPC
+ * handle type or a host location is refused. */
+static void test_memory_pools(void **state)
+{
+    (void)state;
+    int supported = 0;
+    CU_OK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+    assert_int_equal(supported, 1);
+    CUmemoryPool def, cur, pool;
+    CU_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    CU_OK(cuDeviceGetMemPool(&cur, 0));
+    assert_ptr_equal(def, cur);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    assert_ptr_not_equal(pool, def);
+
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p = 0;
+    CU_OK(cuMemAllocFromPoolAsync(&p, 1 << 20, pool, s));
+    CUmemorytype type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p));
+    assert_int_equal(type, CU_MEMORYTYPE_DEVICE);
+    CU_OK(cuMemsetD8Async(p, 0x5c, 1 << 20, s));
+    unsigned char back[64];
+    CU_OK(cuMemcpyDtoHAsync(back, p + 4096, sizeof(back), s));
+    CU_OK(cuStreamSynchronize(s));
+    for (size_t i = 0; i < sizeof(back); i++)
+        assert_int_equal(back[i], 0x5c);
+    CU_OK(cuMemFreeAsync(p, s));
+
+    cuuint64_t threshold = 64u << 20, got = 0;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &got));
+    assert_int_equal(got, threshold);
+    int reuse = 0, r = 1;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &r));
+    assert_int_equal(r, 0);
+    CU_IS(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &got), CUDA_ERROR_NOT_SUPPORTED);
+    CU_OK(cuMemPoolTrimTo(pool, 0));
+
+    CU_OK(cuDeviceSetMemPool(0, pool));
+    CU_OK(cuDeviceGetMemPool(&cur, 0));
+    assert_ptr_equal(cur, pool);
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuDeviceGetMemPool(&cur, 0));
+    assert_ptr_equal(cur, def);
+    CU_IS(cuMemPoolDestroy(pool), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuMemAllocFromPoolAsync(&p, 4096, pool, s), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+
+    /* the default pool allocates too */
+    CU_OK(cuMemAllocFromPoolAsync(&p, 4096, def, s));
+    CU_OK(cuMemFreeAsync(p, s));
+
+    props.location.id = 7;
+    CU_IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_DEVICE);
+    props.location.id = 0;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CU_IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CU_IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+}
+
 int main(void)
 {
     const struct CMUnitTest before[] = {
@@ -458,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_pitched_and_stream_ordered_allocations),
         cmocka_unit_test(test_bad_pointers_are_rejected),
         cmocka_unit_test(test_pointer_attributes),
+        cmocka_unit_test(test_memory_pools),
         cmocka_unit_test(test_managed_memory_is_host_accessible),
         cmocka_unit_test(test_accounting_counts_bytes_each_way),
         cmocka_unit_test(test_error_names),

@@ -110,10 +110,10 @@ static void test_known_but_unsupported_entry_points_return_not_supported(void **
     CU_IS(add(&node, NULL, NULL, 0), CUDA_ERROR_NOT_SUPPORTED);     /* graph editing: not modelled */
     PFN_cuGraphLaunch_v10000 launch = get("cuGraphLaunch", 10000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
     CU_IS(launch(NULL, NULL), CUDA_ERROR_INVALID_HANDLE);          /* implemented (graph.c) */
-    PFN_cuMemAllocFromPoolAsync_v11020 from_pool = get("cuMemAllocFromPoolAsync", 13000, 0,
-                                                       CU_GET_PROC_ADDRESS_SUCCESS);
-    CUdeviceptr dp;
-    CU_IS(from_pool(&dp, 4096, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED); /* no pools */
+    PFN_cuMemPoolExportPointer_v11020 export_ptr = get("cuMemPoolExportPointer", 11020, 0,
+                                                        CU_GET_PROC_ADDRESS_SUCCESS);
+    CUmemPoolPtrExportData data;
+    CU_IS(export_ptr(&data, 0), CUDA_ERROR_NOT_SUPPORTED); /* pools: no IPC */
     PFN_cuGetExportTable_v3000 et = get("cuGetExportTable", 3000, 0, CU_GET_PROC_ADDRESS_SUCCESS);
     const void *table = (void *)1;
     CUuuid id = { { 0 } };

@@ -1576,6 +1576,7 @@ static void case_paged_phases(void)
 
 static size_t vmm_big; /* bytes malloc_over_a_replica mapped with cuMemCreate, or 0 */
 static bool freed_async; /* malloc_over_a_replica's allocation is stream-ordered */
+static cudaMemPool_t big_pool; /* the pool it came from, destroyed with it, or NULL */
 /* malloc_over_a_replica's allocation is a CUDA array (its handle): the
  * runtime's, the driver's, or a mipmapped one */
 static enum { NOT_ARRAY, ARRAY, DRIVER_ARRAY, MIPMAP } big_array;
@@ -1650,11 +1651,18 @@ static void *array_over(const char *alloc)
  * yet synced; then a cudaMalloc of the device's free memory and 8 MiB
  * more, which must succeed (the replica given up for it). PROTOCOL_ALLOC
  * names another way to allocate: cuMemCreate, cudaMallocPitch,
- * cudaMallocAsync. */
+ * cudaMallocAsync, cudaMallocFromPoolAsync (a pool the program created);
+ * cudaMallocFromPoolAsync_other: the replica and the pool are on device
+ * 1 and device 0 is current when the program allocates (the room must be
+ * made on the pool's device; SIMGPU_DEVICES=2). */
 static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, size_t *asked)
 {
 	const char *alloc = getenv("PROTOCOL_ALLOC");
 	bool vmm = alloc && !strcmp(alloc, "cuMemCreate");
+	const bool from_pool = alloc && !strncmp(alloc, "cudaMallocFromPoolAsync", 23);
+	const int pool_dev = alloc && !strcmp(alloc, "cudaMallocFromPoolAsync_other") ? 1 : 0;
+	if (pool_dev)
+		CUDA_OK(cudaSetDevice(pool_dev));
 	*fd = make_file(bytes, 0);
 	unsigned char *m = *map = map_file(*fd, bytes, MAP_SHARED);
 	launch_write(m, 0, bytes, PAGE, 0, 0x11);
@@ -1702,6 +1710,22 @@ static void *malloc_over_a_replica(size_t bytes, int *fd, unsigned char **map, s
 		CHECK(e == cudaSuccess && pitch >= width, "cudaMallocPitch of %zu rows of %zu KiB with %zu MiB free and "
 		      "a %zu MiB replica to give up: %s (pitch %zu)", height, width >> 10, free_bytes >> 20, bytes >> 20,
 		      cudaGetErrorName(e), pitch);
+	} else if (from_pool) {
+		cudaMemPoolProps props;
+		memset(&props, 0, sizeof(props));
+		props.allocType = cudaMemAllocationTypePinned;
+		props.location.type = cudaMemLocationTypeDevice;
+		props.location.id = pool_dev;
+		CUDA_OK(cudaMemPoolCreate(&big_pool, &props));
+		if (pool_dev)
+			CUDA_OK(cudaSetDevice(0));
+		cudaError_t e = cudaMallocFromPoolAsync(&big, want, big_pool, 0);
+		CHECK(e == cudaSuccess, "cudaMallocFromPoolAsync (a pool of device %d, device 0 current) of %zu MiB with "
+		      "%zu MiB free and a %zu MiB replica to give up: %s", pool_dev, want >> 20, free_bytes >> 20,
+		      bytes >> 20, cudaGetErrorName(e));
+		if (pool_dev)
+			CUDA_OK(cudaSetDevice(pool_dev));
+		freed_async = true;
 	} else if (alloc && !strcmp(alloc, "cudaMallocAsync")) {
 		cudaError_t e = cudaMallocAsync(&big, want, 0);
 		CHECK(e == cudaSuccess, "cudaMallocAsync of %zu MiB with %zu MiB free and a %zu MiB replica to give up: "
@@ -1736,6 +1760,9 @@ static void free_big(void *big)
 	if (freed_async) {
 		CUDA_OK(cudaFreeAsync(big, 0));
 		freed_async = false;
+		if (big_pool)
+			CUDA_OK(cudaMemPoolDestroy(big_pool));
+		big_pool = NULL;
 		return;
 	}
 	if (!vmm_big) {
@@ -2678,6 +2705,8 @@ int main(int argc, char **argv)
 		case_in_place_made_unreadable();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
+	else if (!strcmp(c, "peer_read_outside_writer"))
+		case_peer_read_outside_writer();
 	else if (!strcmp(c, "demote_under_malloc"))
 		case_demote_under_malloc();
 	else if (!strcmp(c, "upload_chunks"))
@@ -2705,8 +2734,6 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "two_devices_10"))
 		case_two_devices(1);
 	else
-	else if (!strcmp(c, "peer_read_outside_writer"))
-		case_peer_read_outside_writer();
 		CHECK(0, "unknown case %s", c);
 	/* The backing asked for is the one used: under managed the replica is
 	 * managed memory, under vmm device memory at the mapping's address (the
