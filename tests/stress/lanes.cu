@@ -20,7 +20,11 @@
  * A watchdog turns a hang into a failure: when no worker made progress for
  * STRESS_WATCHDOG_S seconds (default 30) it prints every thread's stack
  * (gdb when present, else backtrace() in each thread) and exits 1.
- * STRESS_HANG=1 makes one worker hang, to show the watchdog works.
+ * The watchdog stays until the process ends: a worker that does not return
+ * once told to stop, a peer process that does not exit, exit work that does
+ * not end, are hangs too (STRESS_WATCHDOG_S after the stop).
+ * STRESS_HANG=1 makes one worker hang, STRESS_HANG=at_stop one that does not
+ * return when told to stop, to show the watchdog works.
  *
  *   lanes             the test (parent; starts the peer process)
  *   lanes peer FILE SECONDS
@@ -115,8 +119,10 @@ static void *lane_writer(void *p)
 	struct lane_arg *a = (struct lane_arg *)p;
 	unsigned char shadow[PAGES] = {0}; /* value of this lane per page */
 	uint64_t s = 0x9e3779b97f4a7c15ull * (a->lane + 1);
-	if (getenv("STRESS_HANG") && a->lane == 0) { /* a worker that hangs */
-		pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	const char *hang = getenv("STRESS_HANG");
+	bool hang_at_stop = hang && !strcmp(hang, "at_stop");
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	if (hang && !hang_at_stop && a->lane == 0) { /* a worker that hangs */
 		pthread_mutex_lock(&m);
 		pthread_mutex_lock(&m);
 	}
@@ -139,6 +145,10 @@ static void *lane_writer(void *p)
 						return NULL;
 					}
 		tick(a->id);
+	}
+	if (hang_at_stop && a->lane == 0) { /* one that does not return when told to stop */
+		pthread_mutex_lock(&m);
+		pthread_mutex_lock(&m);
 	}
 	return NULL;
 }
@@ -266,13 +276,44 @@ static void *version_checker(void *p)
 
 /* --- the watchdog --- */
 
+/* The stacks of pid and of its child processes (the simulated device's). */
+static void dump_tree(pid_t pid)
+{
+	fprintf(stderr, "stress: process %d:\n", (int)pid);
+	dump_stacks(pid);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char cpath[320];
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", (int)pid, e->d_name);
+		FILE *f = fopen(cpath, "r");
+		for (int c; f && fscanf(f, "%d", &c) == 1;)
+			if (c != peer_pid) {
+				fprintf(stderr, "stress: child %d of %d:\n", c, (int)pid);
+				dump_stacks(c);
+			}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void *watchdog(void *p)
 {
 	double limit = *(double *)p;
 	unsigned long seen[16] = {0};
-	double last_progress = now_s();
-	while (!stop) {
+	double last_progress = now_s(), stopped_at = 0;
+	/* Until the process ends: a worker that does not return once told to
+	 * stop, a peer process that does not exit and exit work that does not
+	 * finish are hangs as well. */
+	for (;;) {
 		usleep(200000);
+		if (stop && stopped_at == 0)
+			stopped_at = now_s();
 		bool moved = false;
 		int n = __atomic_load_n(&workers, __ATOMIC_ACQUIRE);
 		for (int i = 0; i < n; i++) {
@@ -292,12 +333,16 @@ static void *watchdog(void *p)
 		/* Before the workers start (the device starting up) the limit is
 		 * a minute at least. */
 		double allowed = n ? limit : (limit > 60 ? limit : 60);
-		if (t - last_progress > allowed || (deadline > 0 && t > deadline + allowed)) {
+		if ((!stopped_at && t - last_progress > allowed) || (stopped_at && t > stopped_at + allowed) ||
+		    (deadline > 0 && t > deadline + allowed)) {
 			fprintf(stderr, "stress: watchdog: no progress for %.0f s; workers:", t - last_progress);
 			for (int i = 0; i < n; i++)
 				fprintf(stderr, " %s=%lu", worker_name[i], seen[i]);
-			fprintf(stderr, "\nstress: every thread's stack:\n");
-			dump_stacks(getpid());
+			fprintf(stderr, "\nstress: %s; every thread's stack, of this process, the peer process "
+				"and their children (device processes):\n", stopped_at ? "told to stop and not done" : "running");
+			dump_tree(getpid());
+			if (peer_pid > 0)
+				dump_tree(peer_pid);
 			fprintf(stderr, "stress: FAIL: hang\n");
 			/* Leave nothing behind if the shim still answers (SIGALRM
 			 * ends the process if it does not). */
@@ -359,8 +404,10 @@ static int peer(const char *path, double seconds)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && !strcmp(argv[1], "peer"))
+	if (argc == 4 && !strcmp(argv[1], "peer")) {
+		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* gdb, for the parent's watchdog */
 		return peer(argv[2], atof(argv[3]));
+	}
 	double seconds = getenv("STRESS_SECONDS") ? atof(getenv("STRESS_SECONDS")) : 8;
 	double watchdog_s = getenv("STRESS_WATCHDOG_S") ? atof(getenv("STRESS_WATCHDOG_S")) : 30;
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* gdb, for the watchdog */
@@ -431,7 +478,7 @@ int main(int argc, char **argv)
 	waitpid(peer_pid, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail("the peer process failed (status %d)", status);
-	pthread_join(dog, NULL);
+	/* the watchdog stays: the rest of the exit may hang too */
 
 	printf("stress: progress:");
 	for (int i = 0; i < nworkers; i++)
