@@ -45,6 +45,10 @@ struct simgpu_stats {
     uint64_t uvm_device_resident_bytes;    /* gauge: managed bytes resident on the device now */
     uint64_t uvm_remote_bytes;             /* managed bytes kernels reached on the host without migrating (advice) */
     uint64_t uvm_device_faults;            /* of uvm_faults, those of kernels (what CUPTI reports as GPU page faults) */
+    /* Copies the host makes itself (pageable memory, synchronous): at a
+     * gate in stream order, or at once on a stream with nothing pending. */
+    uint64_t host_copies_gated;
+    uint64_t host_copies_at_once;
 };
 
 enum simgpu_bus_dir { SIMGPU_BUS_HTOD = 0, SIMGPU_BUS_DTOH = 1 };

@@ -294,6 +294,7 @@ static int copy_on_idle_stream(struct sim_device *d, uint32_t slot, void *dst, c
     int poisoned = sh->sticky_error;
     if (!poisoned)
         bus_copy(d, dst, src, n, dir, charge);
+    sim_stats_add(d, &sh->stats.host_copies_at_once, 1);
     if ((rc = sim_lock(d)))
         return rc;
     sh->streams[slot].host_copy_seq = 0;
@@ -338,6 +339,7 @@ int sim_gated_host_copy(struct sim_device *d, uint32_t slot, void *dst, const vo
     int poisoned = d->sh->sticky_error;
     if (!poisoned)
         bus_copy(d, dst, src, n, dir, charge);
+    sim_stats_add(d, &d->sh->stats.host_copies_gated, 1);
     if ((rc = sim_lock(d)))
         return rc;
     d->sh->gates[gate] = GATE_RELEASED;

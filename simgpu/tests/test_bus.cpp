@@ -446,6 +446,39 @@ static void test_a_blocking_stream_op_submitted_during_a_copy_on_the_legacy_stre
     copy_with_op_submitted_during(BLOCKING_AFTER_LEGACY);
 }
 
+/* A synchronous copy on a stream with nothing pending is made at once
+ * (host_copies_at_once); one behind a running kernel waits at a gate in
+ * stream order (host_copies_gated) and sees what the kernel wrote. */
+static void test_a_copy_on_an_idle_stream_takes_no_gate_one_behind_a_kernel_does(void **)
+{
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, sizeof(int)));
+    CU_OK(cuMemsetD8(d, 0, sizeof(int)));
+    CU_OK(cuCtxSynchronize());
+    int host = -1;
+    simgpu_stats a = stats();
+    CU_OK(cuMemcpyDtoH(&host, d, sizeof(int)));
+    simgpu_stats b = stats();
+    assert_int_equal(host, 0);
+    printf("# idle stream: %llu at once, %llu gated\n", (unsigned long long)(b.host_copies_at_once - a.host_copies_at_once),
+           (unsigned long long)(b.host_copies_gated - a.host_copies_gated));
+    assert_int_equal(b.host_copies_at_once - a.host_copies_at_once, 1);
+    assert_int_equal(b.host_copies_gated - a.host_copies_gated, 0);
+
+    long long ns = 500ll * 1000 * 1000;   /* the copy is submitted while it runs */
+    void *args[] = { &ns, &d };
+    CU_OK(cuLaunchKernel(fn((const void *)spin_ns), 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, args, NULL));
+    CU_OK(cuMemcpyDtoH(&host, d, sizeof(int)));
+    simgpu_stats c = stats();
+    printf("# behind a kernel: %llu at once, %llu gated, read %d\n",
+           (unsigned long long)(c.host_copies_at_once - b.host_copies_at_once),
+           (unsigned long long)(c.host_copies_gated - b.host_copies_gated), host);
+    assert_int_equal(host, 1);
+    assert_int_equal(c.host_copies_gated - b.host_copies_gated, 1);
+    assert_int_equal(c.host_copies_at_once - b.host_copies_at_once, 0);
+    CU_OK(cuMemFree(d));
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--measure"))
@@ -459,6 +492,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_an_op_of_the_stream_submitted_during_a_copy_waits_for_it),
         cmocka_unit_test(test_a_legacy_stream_op_submitted_during_a_copy_on_a_blocking_stream_waits_for_it),
         cmocka_unit_test(test_a_blocking_stream_op_submitted_during_a_copy_on_the_legacy_stream_waits_for_it),
+        cmocka_unit_test(test_a_copy_on_an_idle_stream_takes_no_gate_one_behind_a_kernel_does),
     };
     return cmocka_run_group_tests_name("bus", tests, sim_test_setup, NULL);
 }
