@@ -195,6 +195,19 @@ static struct qnode *pick(void)
     return NULL;
 }
 
+/* Some op other than a running one could start now (pick would return it). */
+static bool any_pickable(void)
+{
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++) {
+        if (s == SIM_STREAM_CONTROL_SLOT)
+            continue;
+        const struct qnode *h = dq[s].head;
+        if (h && !dq[s].running && deps_met(&h->op))
+            return true;
+    }
+    return false;
+}
+
 /* Runs blocks [b0, b1) of a kernel; a fault poisons the device (sticky
  * error) and the rest of the launch is skipped. */
 static int run_thread_blocks(const struct sim_op *op, uint64_t b0, uint64_t b1)
@@ -349,11 +362,20 @@ static bool kernel_running(void)
     return false;
 }
 
-/* Take chunks of blocks until none are left; called and returns with the
- * lock held.  Whoever finishes the last chunk completes the op. */
+/* Take chunks of blocks until none are left, or until an op of another
+ * stream can run: a GPU runs a memset, a copy or a prefetch of another
+ * stream beside a kernel that fills it, so the op goes first and the
+ * worker comes back to the kernel (worker: pick, then joinable_kernel).
+ * Called and returns with the lock held.  Whoever finishes the last chunk
+ * completes the op. */
 static void work_on_kernel(struct qnode *n)
 {
-    while (n->next_block < n->blocks_total) {
+    for (bool first = true; n->next_block < n->blocks_total; first = false) {
+        if (!first) {
+            ingest();
+            if (any_pickable())
+                return;
+        }
         uint64_t b0 = n->next_block;
         uint64_t b1 = b0 + n->chunk < n->blocks_total ? b0 + n->chunk : n->blocks_total;
         n->next_block = b1;

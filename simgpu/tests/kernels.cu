@@ -30,6 +30,17 @@ __global__ void spin_ns(long long ns, int *done)
 }
 SIMGPU_KERNEL(spin_ns);
 
+/* Every block's first thread spins ns: a kernel that keeps every worker busy. */
+__global__ void spin_every_block(long long ns)
+{
+    if (threadIdx.x != 0)
+        return;
+    long long t0 = clock64();
+    while (clock64() - t0 < ns)
+        ;
+}
+SIMGPU_KERNEL(spin_every_block);
+
 __global__ void append_tag(unsigned *log, unsigned *count, unsigned tag)
 {
     if (threadIdx.x == 0 && blockIdx.x == 0)

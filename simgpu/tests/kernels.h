@@ -7,6 +7,7 @@
 __global__ void add_one(int *x, int n);
 __global__ void vec_add(const float *a, const float *b, float *c, int n);
 __global__ void spin_ns(long long ns, int *done);
+__global__ void spin_every_block(long long ns);
 __global__ void append_tag(unsigned *log, unsigned *count, unsigned tag);
 __global__ void atomics(int *i, unsigned *u, unsigned long long *ull, float *f);
 __global__ void mixed_params(char c, double d, int i, short s, void *p, unsigned long long *out);

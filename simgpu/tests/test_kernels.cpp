@@ -1,6 +1,8 @@
 /*
  * test_kernels.cpp — launches, asynchrony, stream order, events, errors.
  */
+#include <cstdio>
+#include <unistd.h>
 #include <cstring>
 #include <vector>
 
@@ -390,6 +392,42 @@ static void test_kernel_counts(void **)
     assert_int_equal(b.kernels_completed - a.kernels_completed, 5);
 }
 
+/* A GPU runs an op of another stream beside a kernel that fills it (a
+ * memset, a copy, a prefetch uses its own engines): the op must not wait
+ * for the kernel's last blocks. 128 blocks of 5 ms on SIMGPU_WORKERS
+ * workers; a memset on another stream submitted once they all run it. */
+static void test_an_op_of_another_stream_runs_beside_a_kernel_that_fills_every_worker(void **)
+{
+    CUstream ks, os;
+    CU_OK(cuStreamCreate(&ks, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&os, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 4096));
+    long long ns = 5ll * 1000 * 1000;
+    void *args[] = { &ns };
+    double t0 = now_ms();
+    CU_OK(cuLaunchKernel(fn((const void *)spin_every_block), 128, 1, 1, 1, 1, 1, 0, ks, args, NULL));
+    usleep(30 * 1000);  /* every worker has taken a part of the kernel */
+    double t1 = now_ms();
+    CU_OK(cuMemsetD8Async(d, 0x5a, 4096, os));
+    CU_OK(cuStreamSynchronize(os));
+    double op_ms = now_ms() - t1;
+    CUresult q = cuStreamQuery(ks);
+    CU_OK(cuStreamSynchronize(ks));
+    double kernel_ms = now_ms() - t0;
+    printf("# memset on another stream submitted 30 ms into the kernel, done after %.1f ms; the kernel ended "
+           "after %.1f ms (%s when the memset was done)\n", op_ms, kernel_ms, q == CUDA_ERROR_NOT_READY ? "running" : "done");
+    CU_IS(q, CUDA_ERROR_NOT_READY);
+    assert_true(op_ms < 0.5 * kernel_ms);
+    unsigned char back[4096];
+    CU_OK(cuMemcpyDtoH(back, d, sizeof(back)));
+    for (size_t i = 0; i < sizeof(back); i++)
+        assert_int_equal(back[i], 0x5a);
+    CU_OK(cuMemFree(d));
+    CU_OK(cuStreamDestroy(ks));
+    CU_OK(cuStreamDestroy(os));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_events_time_and_order_streams),
         cmocka_unit_test(test_kernel_on_vmm_memory),
         cmocka_unit_test(test_kernel_counts),
+        cmocka_unit_test(test_an_op_of_another_stream_runs_beside_a_kernel_that_fills_every_worker),
     };
     return cmocka_run_group_tests_name("kernels", tests, sim_test_setup, NULL);
 }
