@@ -16,7 +16,7 @@
  * What the simulator gives a kernel: threadIdx, blockIdx, blockDim,
  * gridDim, warpSize, atomics (atomicAdd/Sub/Min/Max/CAS/Exch/And/Or/Xor on
  * int, unsigned, unsigned long long; atomicAdd and atomicExch on float),
- * __threadfence(_block, _system), clock64 (nanoseconds here, not cycles), and what threads
+ * __threadfence(_block, _system), clock64 (nanoseconds here, not cycles), __nanosleep, and what threads
  * of a block share: __shared__ variables, __syncthreads (and its _count,
  * _and, _or forms), __syncwarp, the __shfl_sync family (idx, up, down, xor,
  * with width), __ballot_sync, __any_sync, __all_sync, __activemask, and the
@@ -197,6 +197,13 @@ inline long long clock64(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+/* CUDA's: the thread sleeps about ns (at most 1 ms), leaving its CPU to
+ * others here as it leaves its SM's issue slots to other warps there. */
+inline void __nanosleep(unsigned ns)
+{
+    struct timespec ts = { 0, (long)(ns < 1000000u ? ns : 1000000u) };
+    nanosleep(&ts, NULL);
 }
 
 /* ---- atomics: one template per operation, instantiated for the CUDA types */

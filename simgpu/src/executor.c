@@ -178,7 +178,8 @@ static bool deps_met(const struct sim_op *op)
 }
 
 /* The next op a worker may run; the control stream's ops are the control
- * thread's (control_thread). */
+ * thread's (control_thread), prefetches the migration engine's
+ * (migration_engine). */
 static struct qnode *pick(void)
 {
     for (uint32_t i = 0; i < SIM_MAX_STREAMS; i++) {
@@ -186,7 +187,7 @@ static struct qnode *pick(void)
         if (s == SIM_STREAM_CONTROL_SLOT)
             continue;
         struct qnode *h = dq[s].head;
-        if (h && !dq[s].running && deps_met(&h->op)) {
+        if (h && !dq[s].running && h->op.kind != SIM_OP_PREFETCH && deps_met(&h->op)) {
             dq[s].running = true;
             rr_next = s + 1;
             return h;
@@ -202,7 +203,7 @@ static bool any_pickable(void)
         if (s == SIM_STREAM_CONTROL_SLOT)
             continue;
         const struct qnode *h = dq[s].head;
-        if (h && !dq[s].running && deps_met(&h->op))
+        if (h && !dq[s].running && h->op.kind != SIM_OP_PREFETCH && deps_met(&h->op))
             return true;
     }
     return false;
@@ -429,6 +430,35 @@ static void *control_thread(void *arg)
     return NULL;
 }
 
+/* Prefetches run on a thread of their own, as a GPU's driver migrates
+ * with copy engines beside the kernels: one waits for no worker to finish
+ * a kernel's blocks, and takes none from it. */
+static void *migration_engine(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&SH->lock);
+    for (;;) {
+        ingest();
+        struct qnode *n = NULL;
+        for (uint32_t s = 0; s < SIM_MAX_STREAMS && !n; s++) {
+            struct qnode *h = dq[s].head;
+            if (s != SIM_STREAM_CONTROL_SLOT && h && !dq[s].running && h->op.kind == SIM_OP_PREFETCH &&
+                deps_met(&h->op))
+                n = h;
+        }
+        if (!n) {
+            pthread_cond_wait(&SH->dev_cv, &SH->lock);
+            continue;
+        }
+        dq[n->op.stream].running = true;
+        pthread_mutex_unlock(&SH->lock);
+        execute(n);
+        pthread_mutex_lock(&SH->lock);
+        complete(n);
+    }
+    return NULL;
+}
+
 /* Workers that have started running (sim_device_main waits for all). */
 static unsigned workers_running;
 
@@ -576,7 +606,8 @@ void sim_device_main(struct sim_device *d)
             _exit(4);
     }
     /* stack index workers is the UVM service thread's (uvm.c) */
-    if (sim_spawn_device_thread(sim.env.workers + 1, control_thread, NULL) != 0)
+    if (sim_spawn_device_thread(sim.env.workers + 1, control_thread, NULL) != 0 ||
+        sim_spawn_device_thread(sim.env.workers + 2, migration_engine, NULL) != 0)
         _exit(4);
     /* Ready once every worker runs: starting a thread allocates, and an
      * allocator lock that another host thread held at the clone is held
