@@ -53,7 +53,10 @@
 	     "where the shim learns what kernels fault on in regions paged on demand, " \
 	     "to prefetch those parts before the next launch: cupti = CUPTI's "         \
 	     "unified-memory GPU_PAGE_FAULT records, read at each sync that leaves "    \
-	     "the device idle; off = nowhere "                                          \
+	     "the device idle and, while kernels run, every 500 us to prefetch a "      \
+	     "window ahead of each fault (GAIA_GPU_READAHEAD_KB to start, doubled "     \
+	     "on sequential faults, halved on others, 64 KiB to 64 MiB); learn = the "  \
+	     "same records read at syncs only; off = nowhere "                          \
 	     "(CUPTI left alone, for a profiler such as nsys or ncu): such regions "    \
 	     "page on faults alone")                                                    \
 	STR(PATHS, paths, "", "':'-separated fnmatch globs, a leading '!' excludes",    \
@@ -103,7 +106,8 @@
 #define GAIA_ENV_WORDS_BACKING(W)                                                       \
 	W(BACKING, AUTO, "auto") W(BACKING, VMM, "vmm") W(BACKING, MANAGED, "managed")  \
 	W(BACKING, PINNED, "pinned") W(BACKING, PAGED, "paged") W(BACKING, HOST, "host")
-#define GAIA_ENV_WORDS_GPU_FAULTS(W) W(GPU_FAULTS, CUPTI, "cupti") W(GPU_FAULTS, OFF, "off")
+#define GAIA_ENV_WORDS_GPU_FAULTS(W)                                                   \
+	W(GPU_FAULTS, CUPTI, "cupti") W(GPU_FAULTS, LEARN, "learn") W(GPU_FAULTS, OFF, "off")
 #define GAIA_ENV_WORDS_DIRTY_TRACKING(W)                                                \
 	W(DIRTY_TRACKING, AUTO, "auto") W(DIRTY_TRACKING, UFFD, "uffd")                 \
 	W(DIRTY_TRACKING, SOFTDIRTY, "softdirty")

@@ -23,6 +23,7 @@
 	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB), or prefetched to a device ahead of a launch (regions paged on demand, GAIA_GPU_READAHEAD_KB), or populated before a registration (regions read in place)") \
 	X(fault_units, "units", "64 KiB units of regions paged on demand where kernels faulted, learned at syncs (GAIA_GPU_FAULTS)") \
 	X(prefetch_windows, "windows", "prefetches of what kernels faulted on, to the device before a launch (regions paged on demand)") \
+	X(front_windows, "windows", "prefetches ahead of where kernels fault, made while they run (regions paged on demand, GAIA_GPU_FAULTS=cupti)") \
 	X(populate_chunks, "chunks", "chunks of a region read in place populated from the file before its registration (GAIA_GPU_READAHEAD_KB each, the next one read ahead meanwhile)") \
 	X(readahead_hits, "pages", "pages of CPU reads served from what a read fetched ahead from a device") \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \

@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 
 #include "backend_cuda_internal.h"
+#include "gpu_mapping.h"
 #include "readahead.h"
 #include "stats.h"
 
@@ -270,6 +271,7 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	 * comparison on the diff stream. */
 	(void)cuda_shim_settle();
 	cuda_replica_settle_diffs(r);
+	gpu_front_forget(r); /* and its prefetches ahead of the fault front */
 	free(r->started);
 	free(r->learned);
 	if (r->changed)

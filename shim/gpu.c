@@ -512,6 +512,7 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 	/* The device idle: what its kernels faulted on is learned, and
 	 * replicas paged on demand that fit whole again go. */
 	if (full && !failed) {
+		gpu_front_pause(dev);
 		gpu_mappings_learn();
 		(void)gpu_mappings_promote(dev);
 	}

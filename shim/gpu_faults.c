@@ -51,6 +51,9 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *pending;
 static size_t npending, pending_cap;
 static uint64_t pending_lost;
+/* Records taken by gpu_faults_take so far: pending[i] is record
+ * taken_total + i of the process (gpu_faults_peek's cursor). */
+static uint64_t taken_total;
 
 #define BUFFER_BYTES (1u << 20)
 
@@ -138,6 +141,7 @@ static void child_after_fork(void)
 	free(pending);
 	pending = NULL;
 	npending = pending_cap = 0;
+	taken_total = 0;
 }
 
 static const char *start(void)
@@ -237,6 +241,7 @@ uint64_t *gpu_faults_take(size_t *n)
 	pthread_mutex_lock(&pending_lock);
 	uint64_t *out = pending;
 	*n = npending;
+	taken_total += npending;
 	pending = NULL;
 	npending = pending_cap = 0;
 	uint64_t lost = pending_lost;
@@ -245,6 +250,31 @@ uint64_t *gpu_faults_take(size_t *n)
 	if (lost)
 		gaia_debug("%llu fault records did not fit the shim's buffer", (unsigned long long)lost);
 	return out;
+}
+
+size_t gpu_faults_peek(uint64_t *out, size_t max, uint64_t *cursor)
+{
+	if (!__atomic_load_n(&on, __ATOMIC_ACQUIRE))
+		return 0;
+	/* Completed buffers only, as at a take: on the simulated GPU what
+	 * its fault log holds; on a GPU what CUPTI has completed. */
+	CUptiResult rc = cupti.flush_all(0);
+	if (rc != CUPTI_SUCCESS)
+		return 0;
+	pthread_mutex_lock(&pending_lock);
+	if (*cursor < taken_total)
+		*cursor = taken_total; /* a sync took those: they are learned */
+	size_t from = (size_t)(*cursor - taken_total), n = 0;
+	for (; from + n < npending && n < max; n++)
+		out[n] = pending[from + n];
+	*cursor += n;
+	pthread_mutex_unlock(&pending_lock);
+	return n;
+}
+
+bool gpu_faults_front(void)
+{
+	return gpu_faults_on() && gaia_config()->gpu_faults == GAIA_GPU_FAULTS_CUPTI;
 }
 
 #else /* no CUPTI headers at build time */
@@ -273,6 +303,19 @@ uint64_t *gpu_faults_take(size_t *n)
 {
 	*n = 0;
 	return NULL;
+}
+
+size_t gpu_faults_peek(uint64_t *out, size_t max, uint64_t *cursor)
+{
+	(void)out;
+	(void)max;
+	(void)cursor;
+	return 0;
+}
+
+bool gpu_faults_front(void)
+{
+	return false;
 }
 
 #endif

@@ -1310,6 +1310,9 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	 * the device (the rest would push it out again). */
 	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch))
 		cuda_replica_prefetch_learned(r, gpu_device_total_bytes() / 2, learn_round);
+	/* and while it runs, what it faults on next */
+	if (r->paged)
+		gpu_front_watch(r);
 	if (r->backing != GAIA_BACKING_MANAGED)
 		return;
 	translate_live(c, m, r->dptr);

@@ -116,6 +116,25 @@ GAIA_HIDDEN uint64_t *gpu_faults_take(size_t *n);
 /* Whether CUPTI's fault records are on (from then on, every fault of a
  * kernel in a paged replica is learned). */
 GAIA_HIDDEN bool gpu_faults_on(void);
+/* While kernels run: the fault addresses recorded since *cursor (a
+ * count of the process's records, 0 at first; advanced past what is
+ * returned; records a take consumed are skipped), up to max, without
+ * taking them from the next take. */
+GAIA_HIDDEN size_t gpu_faults_peek(uint64_t *out, size_t max, uint64_t *cursor);
+/* The records are on and GAIA_GPU_FAULTS=cupti: read while kernels run
+ * too, to prefetch ahead of the fault front (gpu_front.c). */
+GAIA_HIDDEN bool gpu_faults_front(void);
+/* gpu_front.c: prefetch ahead of the fault front while kernels run.
+ * watch: at a launch, replica r (paged on demand) is one kernels may
+ * fault on until the next full release (any thread; the mapping lock
+ * may be held). pause: a full release on dev: stop until the next
+ * launch, and the next epoch starts with nothing prefetched. forget: r
+ * is about to be freed: no prefetch of it is queued or made after this
+ * returns. */
+struct cuda_replica;
+GAIA_HIDDEN void gpu_front_watch(struct cuda_replica *r);
+GAIA_HIDDEN void gpu_front_pause(int dev);
+GAIA_HIDDEN void gpu_front_forget(const struct cuda_replica *r);
 /* After a full release on dev: what the kernels faulted on becomes the
  * learned set of each replica paged on demand (prefetched before the next
  * launch). Outside the shim's locks. */

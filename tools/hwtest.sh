@@ -242,7 +242,12 @@ done
 # CUPTI's fault records and prefetched before the next launch (fault and
 # transfer counts checked only where the simulator counts them; on a GPU,
 # the bytes, and whether libcupti was found: GAIA_LOG=info says).
-run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info SIMGPU_MEM_MB=64 -- "$protocol" paged_learns
+run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info GAIA_GPU_FAULTS=learn SIMGPU_MEM_MB=64 -- "$protocol" paged_learns
+# ... and while a kernel runs, ahead of its fault front (the sums checked
+# everywhere; the fault count where the simulator counts; on a GPU,
+# GAIA_STATS' front_windows says whether fault records came during the
+# kernel at all).
+run "protocol paged_front" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_STATS=1 SIMGPU_MEM_MB=256 -- "$protocol" paged_front
 # A cudaMalloc of the device's free memory and 8 MiB more, a replica to
 # give up for it.
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc

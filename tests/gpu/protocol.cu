@@ -103,6 +103,22 @@ __global__ void scatter_bytes(unsigned char *dst, const unsigned long long *at, 
 }
 SIMGPU_KERNEL(scatter_bytes);
 
+/* out[b] = the sum of one byte in each page of 64 KiB unit b, read in
+ * order, then about ns asleep: a kernel whose fault front moves through
+ * the region a unit per block. */
+__global__ void read_units(const unsigned char *src, unsigned long long *out, long long ns)
+{
+	if (threadIdx.x != 0)
+		return;
+	unsigned long long b = blockIdx.x, sum = 0;
+	for (unsigned k = 0; k < 16; k++)
+		sum += src[b * 65536 + k * 4096 + b % 4096];
+	out[b] = sum;
+	for (long long t = 0; t < ns; t += 100000)
+		__nanosleep(100000);
+}
+SIMGPU_KERNEL(read_units);
+
 /* --- helpers --- */
 
 static char path[256];
@@ -1537,6 +1553,55 @@ static void case_paged_learns(void)
 	      (unsigned long long)(t2 - t1), kb ? kb : "2048", windows);
 }
 
+/* A read-only 32 MiB region paged on demand (GAIA_BACKING=paged; a device
+ * of 256 MiB, of which the front may fetch a quarter an epoch), read by
+ * one kernel a 64 KiB unit per block, in order, 200 us a block (asleep:
+ * a spinning kernel would take the CPUs the simulated driver migrates with): with
+ * GAIA_GPU_FAULTS=cupti a thread reads the fault records while it runs
+ * and prefetches ahead of them, so most units come before their first
+ * touch (fewer than half fault); with learn, every unit faults. Every sum
+ * is the file's either way. */
+static void case_paged_front(void)
+{
+	enum { UNITS = 512, UNIT = 64 << 10 };
+	const size_t bytes = (size_t)UNITS * UNIT;
+	int fd = make_file(bytes, 0);
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	for (size_t i = 0; i < bytes; i++)
+		buf[i] = (unsigned char)(i * 2654435761u >> 13);
+	CHECK(pwrite(fd, buf, bytes, 0) == (ssize_t)bytes, "pwrite: %s", strerror(errno));
+	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	unsigned long long *out, got[UNITS];
+	CUDA_OK(cudaMalloc((void **)&out, sizeof(got)));
+	uint64_t f0, t0, f1, t1;
+	uvm_counts(&f0, &t0);
+	SIMGPU_LAUNCH(read_units, UNITS, 32, 0, 0)(m, out, 200000ll);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	uvm_counts(&f1, &t1);
+	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
+	for (unsigned b = 0; b < UNITS; b++) {
+		unsigned long long want = 0;
+		for (unsigned k = 0; k < 16; k++)
+			want += buf[(size_t)b * UNIT + k * 4096 + b % 4096];
+		CHECK(got[b] == want, "unit %u: the kernel summed %llu, the file's bytes make %llu", b, got[b], want);
+	}
+	CUDA_OK(cudaFree(out));
+	free(buf);
+	if (!bytes_counted("faults and prefetches of a region paged on demand read in order"))
+		return;
+	printf("one kernel over %d units: %llu device faults, %llu migrations to the device\n", UNITS,
+	       (unsigned long long)(f1 - f0), (unsigned long long)(t1 - t0));
+	const char *mode = getenv("GAIA_GPU_FAULTS");
+	if (mode && (!strcmp(mode, "learn") || !strcmp(mode, "off"))) {
+		CHECK(f1 - f0 >= UNITS, "GAIA_GPU_FAULTS=%s: the kernel faulted only %llu times on %d units", mode,
+		      (unsigned long long)(f1 - f0), UNITS);
+		return;
+	}
+	CHECK(f1 - f0 < UNITS / 2, "the kernel faulted %llu times on %d units read in order: nothing came ahead "
+	      "of the fault front", (unsigned long long)(f1 - f0), UNITS);
+}
+
 /* A read-only region twice the device's 64 MiB paged on demand, read in
  * eight phases of 16 MiB, a sync after each: the kernel moves on, so
  * what it faulted on before must not be prefetched back at each launch
@@ -2705,6 +2770,8 @@ int main(int argc, char **argv)
 		case_in_place_made_unreadable();
 	else if (!strcmp(c, "in_place_sparse"))
 		case_in_place_sparse();
+	else if (!strcmp(c, "paged_front"))
+		case_paged_front();
 	else if (!strcmp(c, "peer_read_outside_writer"))
 		case_peer_read_outside_writer();
 	else if (!strcmp(c, "demote_under_malloc"))

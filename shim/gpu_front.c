@@ -1,0 +1,315 @@
+/* Prefetch ahead of the fault front while kernels run (mode M,
+ * research/gpu_ondemand.md §3.4): a region paged on demand brings a page
+ * to the device when a kernel first touches it, one fault each. While
+ * kernels may run on such regions, a thread reads CUPTI's fault records
+ * every FRONT_POLL_US (gpu_faults_peek) and, for each 64 KiB unit a
+ * kernel faulted on, prefetches a window of units from there
+ * (cuMemPrefetchAsync on a stream of its own, the kernel's pages stay
+ * coherent while they move). A GPU's blocks fault at several places at
+ * once, so a region follows up to FRONT_STREAMS_PER_REGION fronts, each
+ * runtime/readahead.c's policy in units: a fault at the end of a front's
+ * last window (exactly: one further may have skipped it) doubles that
+ * front's window (up to 64 MiB, and a sixteenth of the device), one inside a
+ * window still in flight changes nothing, and one elsewhere starts a
+ * front (in place of the one unused longest) with the region's opening
+ * window, which starts at GAIA_GPU_READAHEAD_KB, halves at each new front
+ * (down to one unit: faults at random places fetch little ahead) and
+ * doubles back at each sequential one. Units prefetched once are not prefetched again
+ * until the epoch ends (a full release: the host compares the replica and
+ * its pages may come back), and an epoch prefetches at most a quarter of
+ * the device's memory per region (more would push out what kernels use).
+ *
+ * Locks: front_lock is a leaf but for the driver: the thread holds it
+ * across its prefetch calls, so that gpu_front_forget, which takes it,
+ * returns only once no prefetch of the replica can still be issued; it
+ * then waits for the stream. Nothing here takes the shim's other locks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cudaTypedefs.h>
+
+#include "backend_cuda_internal.h"
+#include "gpu.h"
+#include "gpu_mapping.h"
+#include "readahead.h"
+#include "stats.h"
+
+#define FRONT_MAX 64     /* replicas watched at once; more are not prefetched during kernels */
+#define FRONT_STREAMS 16 /* contexts */
+#define FAULTS_PER_PASS 4096
+#define FRONT_STREAMS_PER_REGION 16
+#define FRONT_POLL_US 500   /* a 64 KiB fault costs tens of microseconds on a GPU */
+
+struct front {
+	const struct cuda_replica *key;
+	CUdeviceptr dptr;
+	size_t len, units;
+	CUcontext ctx;
+	int device;
+	uint8_t *fetched;          /* per unit: prefetched this epoch */
+	uint64_t budget_units;     /* what the epoch may still prefetch */
+	uint32_t opening_units;    /* a new front's first window */
+	uint32_t max_units;        /* a window's largest */
+	uint64_t clock;            /* faults seen, for the fronts' last use */
+	struct {
+		struct readahead ra; /* in units (see start_front) */
+		uint64_t used;       /* clock at its last fault; 0: free */
+	} fronts[FRONT_STREAMS_PER_REGION];
+};
+
+static pthread_mutex_t front_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t front_cv = PTHREAD_COND_INITIALIZER;
+static struct front fronts[FRONT_MAX];
+static unsigned nfronts;
+static bool active, started;
+static struct {
+	CUcontext ctx;
+	CUstream stream;
+} streams[FRONT_STREAMS];
+static unsigned nstreams;
+
+static void front_child(void)
+{
+	/* Only the forking thread exists in the child: no front thread, and
+	 * the parent's streams are not the child's. */
+	pthread_mutex_init(&front_lock, NULL);
+	pthread_cond_init(&front_cv, NULL);
+	for (unsigned i = 0; i < nfronts; i++)
+		free(fronts[i].fetched);
+	nfronts = nstreams = 0;
+	active = started = false;
+}
+
+/* A new epoch: nothing prefetched, no fronts, the opening window from
+ * GAIA_GPU_READAHEAD_KB. What runs past where a kernel stops is fetched
+ * for nothing and pushes out what it uses: a window is at most 64 MiB
+ * and a sixteenth of the device, an epoch fetches at most a quarter of
+ * it per region. */
+static void reset(struct front *f, size_t device_bytes)
+{
+	memset(f->fetched, 0, f->units);
+	memset(f->fronts, 0, sizeof(f->fronts));
+	f->clock = 0;
+	f->budget_units = device_bytes ? device_bytes / 4 / CUDA_FAULT_UNIT : f->units;
+	uint64_t max = (64u << 20) / CUDA_FAULT_UNIT;
+	if (device_bytes && device_bytes / 16 / CUDA_FAULT_UNIT < max)
+		max = device_bytes / 16 / CUDA_FAULT_UNIT;
+	f->max_units = max < 1 ? 1 : (uint32_t)max;
+	uint64_t units = (uint64_t)gaia_config()->gpu_readahead_kb * 1024 / CUDA_FAULT_UNIT;
+	f->opening_units = units < 1 ? 1 : units > f->max_units ? f->max_units : (uint32_t)units;
+}
+
+/* runtime/readahead.c takes KiB and counts 4 KiB pages: 4 "KiB" there are
+ * one unit here. */
+static void start_front(const struct front *f, struct readahead *ra)
+{
+	readahead_init(ra, f->opening_units * 4, f->max_units * 4);
+}
+
+static CUstream stream_of(CUcontext ctx)
+{
+	for (unsigned i = 0; i < nstreams; i++)
+		if (streams[i].ctx == ctx)
+			return streams[i].stream;
+	if (nstreams == FRONT_STREAMS)
+		return NULL;
+	CUstream s = NULL;
+	if (CU_CHECK(drv.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate (the fault front's stream)"))
+		return NULL;
+	streams[nstreams].ctx = ctx;
+	streams[nstreams++].stream = s;
+	return s;
+}
+
+/* The front a fault at unit u continues (exactly at its last window's
+ * end: the kernel went through the window and on; one past the end may
+ * have skipped it), or a new one in place of the one unused longest; NULL
+ * when u is inside a front's last window (a prefetch in flight, or a
+ * record from before it was made). */
+static struct readahead *front_for(struct front *f, uint64_t u)
+{
+	unsigned oldest = 0;
+	f->clock++;
+	for (unsigned i = 0; i < FRONT_STREAMS_PER_REGION; i++) {
+		struct readahead *ra = &f->fronts[i].ra;
+		if (f->fronts[i].used && u >= ra->window_first && u <= ra->next_page) {
+			f->fronts[i].used = f->clock;
+			if (u < ra->next_page)
+				return NULL;
+			if (f->opening_units < f->max_units)
+				f->opening_units *= 2; /* sequential: new fronts may open wider again */
+			return ra;
+		}
+		if (f->fronts[i].used < f->fronts[oldest].used)
+			oldest = i;
+	}
+	start_front(f, &f->fronts[oldest].ra);
+	f->fronts[oldest].used = f->clock;
+	if (f->opening_units > 1)
+		f->opening_units /= 2;
+	return &f->fronts[oldest].ra;
+}
+
+/* A fault at unit u of f: the window from there, without the units
+ * already fetched this epoch, as runs. Returns the pages asked for. */
+static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
+{
+	uint64_t first = 0;
+	struct readahead *ra = front_for(f, u);
+	uint32_t n = ra ? readahead_on_access(ra, u, f->units, &first) : 0;
+	if (!n || f->fetched[u])
+		return 0; /* inside a window in flight (or beyond the region) */
+	if (n > f->budget_units) {
+		n = (uint32_t)f->budget_units;
+		ra->next_page = first + n; /* the front ends where its fetch does */
+	}
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = f->device};
+	CUstream s = stream_of(f->ctx);
+	uint64_t pages = 0;
+	for (uint64_t a = first; s && a < first + n;) {
+		if (f->fetched[a]) {
+			a++;
+			continue;
+		}
+		uint64_t b = a;
+		while (b < first + n && !f->fetched[b])
+			b++;
+		uint64_t off = a * CUDA_FAULT_UNIT, bytes = (b - a) * CUDA_FAULT_UNIT;
+		if (off + bytes > f->len)
+			bytes = f->len - off;
+		/* Only a hint: a page it misses comes at its fault. */
+		if (CU_CHECK(drv.prefetch(f->dptr + off, bytes, loc, 0, s), "cuMemPrefetchAsync (the fault front)"))
+			break;
+		memset(f->fetched + a, 1, b - a);
+		f->budget_units -= b - a;
+		pages += (bytes + PG - 1) / PG;
+		(*windows)++;
+		a = b;
+	}
+	return pages;
+}
+
+static void pass(const uint64_t *addrs, size_t n)
+{
+	uint64_t pages = 0, windows = 0;
+	CUcontext cur = NULL;
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; k < nfronts; k++) {
+			struct front *f = &fronts[k];
+			if (addrs[i] < f->dptr || addrs[i] >= f->dptr + f->len || !f->budget_units)
+				continue;
+			if (f->ctx != cur) {
+				if (CU_CHECK(drv.ctx_set_current(f->ctx), "cuCtxSetCurrent (the fault front)"))
+					break;
+				cur = f->ctx;
+			}
+			pages += advance(f, (addrs[i] - f->dptr) / CUDA_FAULT_UNIT, &windows);
+			break;
+		}
+	stats_add(GAIA_STAT_readahead_pages, pages);
+	stats_add(GAIA_STAT_front_windows, windows);
+}
+
+static void *front_loop(void *arg)
+{
+	(void)arg;
+	static uint64_t addrs[FAULTS_PER_PASS];
+	uint64_t cursor = 0;
+	gaia_in_shim++; /* for good: this thread is the shim's */
+	pthread_mutex_lock(&front_lock);
+	for (;;) {
+		while (!active || !nfronts)
+			pthread_cond_wait(&front_cv, &front_lock);
+		pthread_mutex_unlock(&front_lock);
+		size_t n = gpu_faults_peek(addrs, FAULTS_PER_PASS, &cursor);
+		pthread_mutex_lock(&front_lock);
+		if (n && active)
+			pass(addrs, n);
+		if (n == FAULTS_PER_PASS)
+			continue; /* more are waiting */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long long ns = ts.tv_nsec + (long long)FRONT_POLL_US * 1000;
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		if (active)
+			pthread_cond_timedwait(&front_cv, &front_lock, &ts);
+	}
+	return NULL;
+}
+
+void gpu_front_watch(struct cuda_replica *r)
+{
+	if (!r->paged || !r->ctx || !drv.prefetch || !drv.stream_create || !drv.ctx_set_current ||
+	    !gpu_faults_front())
+		return;
+	size_t device_bytes = gpu_device_total_bytes();
+	pthread_mutex_lock(&front_lock);
+	struct front *f = NULL;
+	for (unsigned k = 0; k < nfronts && !f; k++)
+		if (fronts[k].key == r)
+			f = &fronts[k];
+	if (!f && nfronts < FRONT_MAX) {
+		size_t units = (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT;
+		uint8_t *fetched = calloc(units, 1);
+		if (fetched) {
+			f = &fronts[nfronts++];
+			*f = (struct front){.key = r, .dptr = r->dptr, .len = r->len, .units = units,
+					    .ctx = r->ctx, .device = r->device, .fetched = fetched};
+			reset(f, device_bytes);
+		}
+	}
+	bool start = f && !started;
+	if (start)
+		started = gaia_thread_start(front_loop, NULL) == 0;
+	if (start && started)
+		(void)pthread_atfork(NULL, NULL, front_child);
+	if (f && started) {
+		active = true;
+		pthread_cond_broadcast(&front_cv);
+	}
+	pthread_mutex_unlock(&front_lock);
+	if (start && !started)
+		gaia_info("no prefetch ahead of the fault front: its thread did not start");
+}
+
+/* Waits for what was queued on the front's streams; front_lock held. */
+static void drain_locked(void)
+{
+	for (unsigned i = 0; i < nstreams; i++)
+		(void)CU_CHECK(drv.stream_synchronize(streams[i].stream), "cuStreamSynchronize (the fault front)");
+}
+
+void gpu_front_pause(int dev)
+{
+	pthread_mutex_lock(&front_lock);
+	if (nfronts) {
+		active = false;
+		size_t device_bytes = gpu_device_total_bytes();
+		for (unsigned k = 0; k < nfronts; k++) {
+			struct front *f = &fronts[k];
+			if (f->device == dev)
+				reset(f, device_bytes);
+		}
+		drain_locked();
+	}
+	pthread_mutex_unlock(&front_lock);
+}
+
+void gpu_front_forget(const struct cuda_replica *r)
+{
+	pthread_mutex_lock(&front_lock);
+	for (unsigned k = 0; k < nfronts; k++)
+		if (fronts[k].key == r) {
+			free(fronts[k].fetched);
+			fronts[k] = fronts[--nfronts];
+			drain_locked();
+			break;
+		}
+	pthread_mutex_unlock(&front_lock);
+}
