@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -179,7 +180,7 @@ static void *thread_begin(void *p)
 	return fn(arg);
 }
 
-int gaia_thread_start(void *(*fn)(void *), void *arg)
+static int create(struct thread_start *start)
 {
 	/* The thread takes no signal meant for the application. */
 	sigset_t all, old;
@@ -189,11 +190,33 @@ int gaia_thread_start(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t thread;
-	struct thread_start start = {fn, arg, 0};
-	int rc = pthread_create(&thread, &attr, thread_begin, &start);
+	int rc = pthread_create(&thread, &attr, thread_begin, start);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+int gaia_thread_start(void *(*fn)(void *), void *arg)
+{
+	struct thread_start start = {fn, arg, 0};
+	int rc = create(&start);
 	while (rc == 0 && !__atomic_load_n(&start.running, __ATOMIC_ACQUIRE))
 		sched_yield();
+	return rc;
+}
+
+int gaia_thread_start_in_child(void *(*fn)(void *), void *arg)
+{
+	static struct thread_start start;
+	start = (struct thread_start){fn, arg, 0};
+	int rc = create(&start);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rc == 0 && !__atomic_load_n(&start.running, __ATOMIC_ACQUIRE)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > 100000000LL)
+			return EAGAIN; /* stopped inside the thread library or a sanitizer: go on without it */
+		sched_yield();
+	}
 	return rc;
 }

@@ -35,18 +35,27 @@ static void *release_loop(void *arg)
 	return NULL;
 }
 
-void release_timer_start(void)
+static void start(bool in_child)
 {
 	static long long period_ms;
 	pthread_mutex_lock(&timer_lock);
 	if (!started && (period_ms = gaia_config()->release_ms) > 0) {
-		int rc = gaia_thread_start(release_loop, &period_ms);
-		if (rc)
+		int rc = in_child ? gaia_thread_start_in_child(release_loop, &period_ms)
+				  : gaia_thread_start(release_loop, &period_ms);
+		if (rc == EAGAIN && in_child)
+			gaia_debug("the GAIA_RELEASE_MS thread of this fork child has not started after 100 ms "
+				   "(a lock held at the fork, under a sanitizer?); going on without waiting");
+		else if (rc)
 			gaia_warn("cannot start the GAIA_RELEASE_MS thread: %s; CPU writes are "
 				  "published only at msync, munmap and exit", strerror(rc));
 		started = true;
 	}
 	pthread_mutex_unlock(&timer_lock);
+}
+
+void release_timer_start(void)
+{
+	start(false);
 }
 
 void release_timer_before_fork(void)
@@ -65,6 +74,8 @@ void release_timer_after_fork(void)
 	pthread_mutex_init(&pass_lock, NULL);
 	pthread_mutex_init(&timer_lock, NULL);
 	started = false;
+	/* A child that only stores through the mappings publishes through
+	 * this thread; one that execs at once must not wait for it. */
 	if (mapping_any())
-		release_timer_start();
+		start(true);
 }

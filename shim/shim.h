@@ -394,6 +394,12 @@ GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
 /* Starts a detached thread of the shim's that takes no signals and returns
  * once it runs fn: 0 or pthread_create's error (process.c). */
 GAIA_HIDDEN int gaia_thread_start(void *(*fn)(void *), void *arg);
+/* The same in a fork child's handler (the only thread there), without
+ * waiting for ever: under a sanitizer the new thread can stop in the
+ * sanitizer's allocator, on a lock another thread of the parent held at
+ * the fork, and the child must still go on (to its exec). Waits 100 ms at
+ * most, then returns EAGAIN (the thread may start later, or never). */
+GAIA_HIDDEN int gaia_thread_start_in_child(void *(*fn)(void *), void *arg);
 /* mprotect is about to give [addr, addr+len) PROT_WRITE: what devices read
  * through HMM there is armed for write tracking again. mprotect returned:
  * mapping_writable_end (maybe_applied: it succeeded, or failed with ENOMEM
