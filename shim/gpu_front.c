@@ -19,10 +19,13 @@
  * its pages may come back), and an epoch prefetches at most a quarter of
  * the device's memory per region (more would push out what kernels use).
  *
- * Locks: front_lock is a leaf but for the driver: the thread holds it
- * across its prefetch calls, so that gpu_front_forget, which takes it,
- * returns only once no prefetch of the replica can still be issued; it
- * then waits for the stream. Nothing here takes the shim's other locks.
+ * Locks: front_lock is a leaf but for the driver and CUPTI (whose buffer
+ * callbacks take only gpu_faults.c's leaf): the thread holds it across
+ * its reads of the records and its prefetch calls, so that
+ * gpu_front_forget, which takes it, returns only once no prefetch of the
+ * replica can still be issued (it then waits for the stream), and a pause
+ * only once what the thread read is where the sync's take finds it.
+ * Nothing here takes the shim's other locks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -225,10 +228,11 @@ static void *front_loop(void *arg)
 	for (;;) {
 		while (!active || !nfronts)
 			pthread_cond_wait(&front_cv, &front_lock);
-		pthread_mutex_unlock(&front_lock);
+		/* Under the lock: a pause returns only once the records this
+		 * read took from CUPTI are in the shim's list, so the take that
+		 * follows it learns them in this round. */
 		size_t n = gpu_faults_peek(addrs, FAULTS_PER_PASS, &cursor);
-		pthread_mutex_lock(&front_lock);
-		if (n && active)
+		if (n)
 			pass(addrs, n);
 		if (n == FAULTS_PER_PASS)
 			continue; /* more are waiting */
