@@ -12,9 +12,10 @@
  * front's window (up to 64 MiB, and a sixteenth of the device), one inside a
  * window still in flight changes nothing, and one elsewhere starts a
  * front (in place of the one unused longest) with the region's opening
- * window, which starts at GAIA_GPU_READAHEAD_KB, halves at each new front
- * (down to one unit: faults at random places fetch little ahead) and
- * doubles back at each sequential one. Units prefetched once are not prefetched again
+ * window, which starts at GAIA_GPU_READAHEAD_KB and halves at each new
+ * front (down to one unit: faults at random places fetch little beyond
+ * themselves; a front that goes on still doubles its own).
+ * Units prefetched once are not prefetched again
  * until the epoch ends (a full release: the host compares the replica and
  * its pages may come back), and an epoch prefetches at most a quarter of
  * the device's memory per region (more would push out what kernels use).
@@ -88,11 +89,11 @@ static void front_child(void)
 	active = started = false;
 }
 
-/* A new epoch: nothing prefetched, no fronts, the opening window from
- * GAIA_GPU_READAHEAD_KB. What runs past where a kernel stops is fetched
- * for nothing and pushes out what it uses: a window is at most 64 MiB
- * and a sixteenth of the device, an epoch fetches at most a quarter of
- * it per region. */
+/* A new epoch: nothing prefetched, no fronts. What runs past where a
+ * kernel stops is fetched for nothing and pushes out what it uses: a
+ * window is at most 64 MiB and a sixteenth of the device, an epoch
+ * fetches at most a quarter of it per region. The opening window carries
+ * over (a region read at random places stays so). */
 static void reset(struct front *f, size_t device_bytes)
 {
 	memset(f->fetched, 0, f->units);
@@ -103,8 +104,12 @@ static void reset(struct front *f, size_t device_bytes)
 	if (device_bytes && device_bytes / 16 / CUDA_FAULT_UNIT < max)
 		max = device_bytes / 16 / CUDA_FAULT_UNIT;
 	f->max_units = max < 1 ? 1 : (uint32_t)max;
-	uint64_t units = (uint64_t)gaia_config()->gpu_readahead_kb * 1024 / CUDA_FAULT_UNIT;
-	f->opening_units = units < 1 ? 1 : units > f->max_units ? f->max_units : (uint32_t)units;
+	if (!f->opening_units) {
+		uint64_t units = (uint64_t)gaia_config()->gpu_readahead_kb * 1024 / CUDA_FAULT_UNIT;
+		f->opening_units = units < 1 ? 1 : (uint32_t)units;
+	}
+	if (f->opening_units > f->max_units)
+		f->opening_units = f->max_units;
 }
 
 /* runtime/readahead.c takes KiB and counts 4 KiB pages: 4 "KiB" there are
@@ -142,11 +147,7 @@ static struct readahead *front_for(struct front *f, uint64_t u)
 		struct readahead *ra = &f->fronts[i].ra;
 		if (f->fronts[i].used && u >= ra->window_first && u <= ra->next_page) {
 			f->fronts[i].used = f->clock;
-			if (u < ra->next_page)
-				return NULL;
-			if (f->opening_units < f->max_units)
-				f->opening_units *= 2; /* sequential: new fronts may open wider again */
-			return ra;
+			return u < ra->next_page ? NULL : ra;
 		}
 		if (f->fronts[i].used < f->fronts[oldest].used)
 			oldest = i;
