@@ -46,7 +46,8 @@
 	    "paged on demand, also the first window prefetched over what kernels "     \
 	    "faulted on (GAIA_GPU_FAULTS): doubled after a window the learned set "     \
 	    "fills and runs past, halved after one it fills less than half or ends "    \
-	    "inside, from 64 KiB to 64 MiB; for a region read in place (pinned), "      \
+	    "inside, from 64 KiB to 64 MiB, and the opening window ahead of the "       \
+	    "fault front while kernels run; for a region read in place (pinned), "      \
 	    "the chunks the file is read into the page cache in before its "           \
 	    "registration, each read ahead while the one before is populated")         \
 	ENUM(GPU_FAULTS, gpu_faults, CUPTI,                                             \

@@ -509,10 +509,12 @@ CUresult gpu_after_sync(enum gpu_sync_kind kind, CUresult rc)
 		}
 	}
 	pthread_mutex_unlock(&launch_window);
-	/* The device idle: what its kernels faulted on is learned, and
-	 * replicas paged on demand that fit whole again go. */
-	if (full && !failed) {
+	/* The device idle: nothing more to prefetch ahead of its kernels,
+	 * what they faulted on is learned, and replicas paged on demand that
+	 * fit whole again go. */
+	if (full)
 		gpu_front_pause(dev);
+	if (full && !failed) {
 		gpu_mappings_learn();
 		(void)gpu_mappings_promote(dev);
 	}

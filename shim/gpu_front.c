@@ -20,17 +20,24 @@
  * its pages may come back), and an epoch prefetches at most a quarter of
  * the device's memory per region (more would push out what kernels use).
  *
+ * A full release on a device (gpu_front_pause) stops the prefetching for
+ * that device's regions until their next launch; a thread that finds no
+ * new record for 100 ms reads less often, up to every 20 ms.
+ *
  * Locks: front_lock is a leaf but for the driver and CUPTI (whose buffer
  * callbacks take only gpu_faults.c's leaf): the thread holds it across
  * its reads of the records and its prefetch calls, so that
  * gpu_front_forget, which takes it, returns only once no prefetch of the
  * replica can still be issued (it then waits for the stream), and a pause
- * only once what the thread read is where the sync's take finds it.
- * Nothing here takes the shim's other locks.
+ * only once what the thread read is where the sync's take finds it. A
+ * pass lets a waiting thread in between two faults (`waiting`). Callers
+ * may hold the mapping lock, which a fork takes before this one
+ * (process.c), so nothing here takes the shim's other locks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,23 +77,60 @@ static pthread_mutex_t front_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t front_cv = PTHREAD_COND_INITIALIZER;
 static struct front fronts[FRONT_MAX];
 static unsigned nfronts;
-static bool active, started;
+static uint64_t active;  /* bit d: kernels may run on device d's watched replicas */
+static bool started;
+static int waiting;      /* threads waiting for front_lock (atomic): a pass lets them in */
 static struct {
 	CUcontext ctx;
 	CUstream stream;
 } streams[FRONT_STREAMS];
 static unsigned nstreams;
 
-static void front_child(void)
+static uint64_t bit_of(int device)
 {
+	return device >= 0 && device < 64 ? 1ull << device : 0;
+}
+
+/* The lock for a thread other than the front's: the front's pass lets it
+ * in between two faults. */
+static void lock_from_outside(void)
+{
+	__atomic_add_fetch(&waiting, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&front_lock);
+	__atomic_sub_fetch(&waiting, 1, __ATOMIC_RELAXED);
+}
+
+static bool held_for_fork; /* by the forking thread, from gpu_front_before_fork */
+
+void gpu_front_before_fork(void)
+{
+	lock_from_outside();
+	held_for_fork = true;
+}
+
+void gpu_front_after_fork(bool child)
+{
+	bool held = held_for_fork;
+	held_for_fork = false;
+	if (!child) {
+		pthread_mutex_unlock(&front_lock);
+		return;
+	}
 	/* Only the forking thread exists in the child: no front thread, and
-	 * the parent's streams are not the child's. */
-	pthread_mutex_init(&front_lock, NULL);
+	 * the parent's streams are not the child's. The lock is this
+	 * thread's, or (a fork the shim made itself) may be the gone
+	 * thread's. */
+	if (held)
+		pthread_mutex_unlock(&front_lock);
+	else
+		pthread_mutex_init(&front_lock, NULL);
 	pthread_cond_init(&front_cv, NULL);
 	for (unsigned i = 0; i < nfronts; i++)
 		free(fronts[i].fetched);
 	nfronts = nstreams = 0;
-	active = started = false;
+	active = 0;
+	started = false;
+	waiting = 0;
 }
 
 /* A new epoch: nothing prefetched, no fronts. What runs past where a
@@ -164,9 +208,11 @@ static struct readahead *front_for(struct front *f, uint64_t u)
 static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 {
 	uint64_t first = 0;
+	if (f->fetched[u])
+		return 0; /* a record from before its window came, or a prefetch it beat */
 	struct readahead *ra = front_for(f, u);
 	uint32_t n = ra ? readahead_on_access(ra, u, f->units, &first) : 0;
-	if (!n || f->fetched[u])
+	if (!n)
 		return 0; /* inside a window in flight (or beyond the region) */
 	if (n > f->budget_units) {
 		n = (uint32_t)f->budget_units;
@@ -202,10 +248,18 @@ static void pass(const uint64_t *addrs, size_t n)
 {
 	uint64_t pages = 0, windows = 0;
 	CUcontext cur = NULL;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (__atomic_load_n(&waiting, __ATOMIC_RELAXED)) {
+			/* a launch, a pause or a free waits: no prefetch is half
+			 * made here, and the fronts are looked up again */
+			pthread_mutex_unlock(&front_lock);
+			sched_yield();
+			pthread_mutex_lock(&front_lock);
+		}
 		for (unsigned k = 0; k < nfronts; k++) {
 			struct front *f = &fronts[k];
-			if (addrs[i] < f->dptr || addrs[i] >= f->dptr + f->len || !f->budget_units)
+			if (addrs[i] < f->dptr || addrs[i] >= f->dptr + f->len || !f->budget_units ||
+			    !(active & bit_of(f->device)))
 				continue;
 			if (f->ctx != cur) {
 				if (CU_CHECK(drv.ctx_set_current(f->ctx), "cuCtxSetCurrent (the fault front)"))
@@ -215,6 +269,7 @@ static void pass(const uint64_t *addrs, size_t n)
 			pages += advance(f, (addrs[i] - f->dptr) / CUDA_FAULT_UNIT, &windows);
 			break;
 		}
+	}
 	stats_add(GAIA_STAT_readahead_pages, pages);
 	stats_add(GAIA_STAT_front_windows, windows);
 }
@@ -224,11 +279,15 @@ static void *front_loop(void *arg)
 	(void)arg;
 	static uint64_t addrs[FAULTS_PER_PASS];
 	uint64_t cursor = 0;
+	long long idle_us = FRONT_POLL_US, empty = 0;
 	gaia_in_shim++; /* for good: this thread is the shim's */
 	pthread_mutex_lock(&front_lock);
 	for (;;) {
-		while (!active || !nfronts)
+		while (!active || !nfronts) {
+			idle_us = FRONT_POLL_US;
+			empty = 0;
 			pthread_cond_wait(&front_cv, &front_lock);
+		}
 		/* Under the lock: a pause returns only once the records this
 		 * read took from CUPTI are in the shim's list, so the take that
 		 * follows it learns them in this round. */
@@ -237,13 +296,22 @@ static void *front_loop(void *arg)
 			pass(addrs, n);
 		if (n == FAULTS_PER_PASS)
 			continue; /* more are waiting */
+		/* Nothing faulted for 100 ms (the kernels ended and no full
+		 * sync came, or they run on resident pages): read less often,
+		 * up to every 20 ms; a record or a launch brings it back to
+		 * FRONT_POLL_US. A front that is ahead sees no faults for a
+		 * while too: it must not be the one to slow down. */
+		empty = n ? 0 : empty + 1;
+		idle_us = empty < 100000 / FRONT_POLL_US ? FRONT_POLL_US
+			  : idle_us * 2 > 20000	  ? 20000
+						  : idle_us * 2;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		long long ns = ts.tv_nsec + (long long)FRONT_POLL_US * 1000;
+		long long ns = ts.tv_nsec + idle_us * 1000;
 		ts.tv_sec += (time_t)(ns / 1000000000);
 		ts.tv_nsec = (long)(ns % 1000000000);
-		if (active)
-			pthread_cond_timedwait(&front_cv, &front_lock, &ts);
+		if (pthread_cond_timedwait(&front_cv, &front_lock, &ts) == 0)
+			idle_us = FRONT_POLL_US, empty = 0;
 	}
 	return NULL;
 }
@@ -254,7 +322,7 @@ void gpu_front_watch(struct cuda_replica *r)
 	    !gpu_faults_front())
 		return;
 	size_t device_bytes = gpu_device_total_bytes();
-	pthread_mutex_lock(&front_lock);
+	lock_from_outside();
 	struct front *f = NULL;
 	for (unsigned k = 0; k < nfronts && !f; k++)
 		if (fronts[k].key == r)
@@ -272,10 +340,8 @@ void gpu_front_watch(struct cuda_replica *r)
 	bool start = f && !started;
 	if (start)
 		started = gaia_thread_start(front_loop, NULL) == 0;
-	if (start && started)
-		(void)pthread_atfork(NULL, NULL, front_child);
 	if (f && started) {
-		active = true;
+		active |= bit_of(r->device);
 		pthread_cond_broadcast(&front_cv);
 	}
 	pthread_mutex_unlock(&front_lock);
@@ -292,9 +358,9 @@ static void drain_locked(void)
 
 void gpu_front_pause(int dev)
 {
-	pthread_mutex_lock(&front_lock);
+	lock_from_outside();
 	if (nfronts) {
-		active = false;
+		active &= ~bit_of(dev);
 		size_t device_bytes = gpu_device_total_bytes();
 		for (unsigned k = 0; k < nfronts; k++) {
 			struct front *f = &fronts[k];
@@ -308,7 +374,7 @@ void gpu_front_pause(int dev)
 
 void gpu_front_forget(const struct cuda_replica *r)
 {
-	pthread_mutex_lock(&front_lock);
+	lock_from_outside();
 	for (unsigned k = 0; k < nfronts; k++)
 		if (fronts[k].key == r) {
 			free(fronts[k].fetched);

@@ -84,10 +84,14 @@ static void before_fork(void)
 	fork_managed = !gaia_in_shim && mapping_any();
 	if (fork_managed)
 		mapping_before_fork();
+	if (fork_gated && gpu_front_before_fork)
+		gpu_front_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+	if (fork_gated && gpu_front_after_fork)
+		gpu_front_after_fork(false);
 	if (fork_managed) {
 		int saved = errno;
 		mapping_after_fork(false);
@@ -105,6 +109,8 @@ static void after_fork_child(void)
 	arm_fork_canary();
 	if (gpu_wait_note_after_fork_child)
 		gpu_wait_note_after_fork_child();
+	if (gpu_front_after_fork)
+		gpu_front_after_fork(true);
 	if (fork_managed) {
 		int saved = errno;
 		mapping_after_fork(true);

@@ -390,6 +390,13 @@ GAIA_HIDDEN void mapping_after_fork(bool child);
 /* The launch-wait watcher's state, reset in a fork child (gpu_mapping.c;
  * absent from builds without CUDA). */
 GAIA_HIDDEN void gpu_wait_note_after_fork_child(void) __attribute__((weak));
+/* gpu_front.c (weak: absent without the GPU side): the fault front's
+ * thread at a fork. before: takes its lock, after the mapping lock (the
+ * thread never takes that one), so that no pass of it, which allocates
+ * (CUPTI's buffers), is copied half done; after: gives the lock back, or,
+ * in the child, where the thread is not, starts over with nothing. */
+GAIA_HIDDEN void gpu_front_before_fork(void) __attribute__((weak));
+GAIA_HIDDEN void gpu_front_after_fork(bool child) __attribute__((weak));
 GAIA_HIDDEN void mapping_before_discard(void *addr, size_t len);
 /* Starts a detached thread of the shim's that takes no signals and returns
  * once it runs fn: 0 or pthread_create's error (process.c). */

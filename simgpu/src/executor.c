@@ -433,9 +433,12 @@ static void *control_thread(void *arg)
 /* Prefetches run on a thread of their own, as a GPU's driver migrates
  * with copy engines beside the kernels: one waits for no worker to finish
  * a kernel's blocks, and takes none from it. */
+static int engine_running;
+
 static void *migration_engine(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&engine_running, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&SH->lock);
     for (;;) {
         ingest();
@@ -609,10 +612,12 @@ void sim_device_main(struct sim_device *d)
     if (sim_spawn_device_thread(sim.env.workers + 1, control_thread, NULL) != 0 ||
         sim_spawn_device_thread(sim.env.workers + 2, migration_engine, NULL) != 0)
         _exit(4);
-    /* Ready once every worker runs: starting a thread allocates, and an
-     * allocator lock that another host thread held at the clone is held
-     * here for ever. The host then kills this process and clones again. */
-    while (__atomic_load_n(&workers_running, __ATOMIC_ACQUIRE) < sim.env.workers)
+    /* Ready once every worker and the migration thread run: starting a
+     * thread allocates, and an allocator lock that another host thread
+     * held at the clone is held here for ever. The host then kills this
+     * process and clones again. */
+    while (__atomic_load_n(&workers_running, __ATOMIC_ACQUIRE) < sim.env.workers ||
+           !__atomic_load_n(&engine_running, __ATOMIC_ACQUIRE))
         usleep(1000);
     alarm(0);
     __atomic_store_n(&d->sh->device_ready, 1, __ATOMIC_RELEASE);

@@ -1560,7 +1560,39 @@ static void case_paged_learns(void)
  * GAIA_GPU_FAULTS=cupti a thread reads the fault records while it runs
  * and prefetches ahead of them, so most units come before their first
  * touch (fewer than half fault); with learn, every unit faults. Every sum
- * is the file's either way. */
+ * is the file's either way. PROTOCOL_FORK=1: children are forked while
+ * the kernel runs (fork_during_front). */
+/* Forks while the kernel runs (the fault front's thread at work); each
+ * child stores a byte through the mapping's neighbour page of a second,
+ * writable file and exits at once, and must end within 20 s: a fork must
+ * never copy the front's thread holding a lock or half an allocation. */
+static void fork_during_front(void)
+{
+	const size_t bytes = 4 * PAGE;
+	int fd = make_file(bytes, 0);
+	unsigned char *w = map_file(fd, bytes, MAP_SHARED);
+	for (int k = 0; k < 16; k++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork: %s", strerror(errno));
+		if (pid == 0) {
+			w[PAGE + k] = (unsigned char)(k + 1);
+			exit(0);
+		}
+		int status = 0;
+		pid_t got = 0;
+		for (int ms = 0; ms < 20000 && (got = waitpid(pid, &status, WNOHANG)) == 0; ms++)
+			usleep(1000);
+		if (got == 0)
+			kill(pid, SIGKILL);
+		CHECK(got == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "a child forked during the kernel did not end within 20 s (status %d)", status);
+		unsigned char b = 0;
+		CHECK(pread(fd, &b, 1, PAGE + k) == 1 && b == k + 1, "the child's byte %d: %u in the file", k, b);
+	}
+	munmap(w, bytes);
+	close(fd);
+}
+
 static void case_paged_front(void)
 {
 	enum { UNITS = 512, UNIT = 64 << 10 };
@@ -1577,6 +1609,8 @@ static void case_paged_front(void)
 	uvm_counts(&f0, &t0);
 	SIMGPU_LAUNCH(read_units, UNITS, 32, 0, 0)(m, out, 200000ll);
 	CUDA_OK(cudaGetLastError());
+	if (getenv("PROTOCOL_FORK"))
+		fork_during_front();
 	CUDA_OK(cudaDeviceSynchronize());
 	uvm_counts(&f1, &t1);
 	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
