@@ -177,17 +177,25 @@ static bool deps_met(const struct sim_op *op)
     return true;
 }
 
-/* The next op a worker may run; the control stream's ops are the control
- * thread's (control_thread), prefetches the migration engine's
- * (migration_engine). */
+/* Stream s's first op, if it can start now and is for a worker (prefetch
+ * false) or for the migration engine (prefetch true); the control
+ * stream's ops are the control thread's (control_thread). */
+static struct qnode *runnable(uint32_t s, bool prefetch)
+{
+    struct qnode *h = dq[s].head;
+    if (s == SIM_STREAM_CONTROL_SLOT || !h || dq[s].running || (h->op.kind == SIM_OP_PREFETCH) != prefetch ||
+        !deps_met(&h->op))
+        return NULL;
+    return h;
+}
+
+/* The next op a worker may run, marked running. */
 static struct qnode *pick(void)
 {
     for (uint32_t i = 0; i < SIM_MAX_STREAMS; i++) {
         uint32_t s = (rr_next + i) % SIM_MAX_STREAMS;
-        if (s == SIM_STREAM_CONTROL_SLOT)
-            continue;
-        struct qnode *h = dq[s].head;
-        if (h && !dq[s].running && h->op.kind != SIM_OP_PREFETCH && deps_met(&h->op)) {
+        struct qnode *h = runnable(s, false);
+        if (h) {
             dq[s].running = true;
             rr_next = s + 1;
             return h;
@@ -196,16 +204,12 @@ static struct qnode *pick(void)
     return NULL;
 }
 
-/* Some op other than a running one could start now (pick would return it). */
+/* Some op a worker could start now (pick would return it). */
 static bool any_pickable(void)
 {
-    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++) {
-        if (s == SIM_STREAM_CONTROL_SLOT)
-            continue;
-        const struct qnode *h = dq[s].head;
-        if (h && !dq[s].running && h->op.kind != SIM_OP_PREFETCH && deps_met(&h->op))
+    for (uint32_t s = 0; s < SIM_MAX_STREAMS; s++)
+        if (runnable(s, false))
             return true;
-    }
     return false;
 }
 
@@ -443,12 +447,8 @@ static void *migration_engine(void *arg)
     for (;;) {
         ingest();
         struct qnode *n = NULL;
-        for (uint32_t s = 0; s < SIM_MAX_STREAMS && !n; s++) {
-            struct qnode *h = dq[s].head;
-            if (s != SIM_STREAM_CONTROL_SLOT && h && !dq[s].running && h->op.kind == SIM_OP_PREFETCH &&
-                deps_met(&h->op))
-                n = h;
-        }
+        for (uint32_t s = 0; s < SIM_MAX_STREAMS && !n; s++)
+            n = runnable(s, true);
         if (!n) {
             pthread_cond_wait(&SH->dev_cv, &SH->lock);
             continue;

@@ -53,23 +53,6 @@ static void round_process(const char *path, int round)
 	exit(0);
 }
 
-/* Waits for pid at most ROUND_LIMIT_S; kills it (and its group) after. */
-static int wait_limited(pid_t pid, int *status)
-{
-	for (int waited_ms = 0; waited_ms < ROUND_LIMIT_S * 1000; waited_ms += 5) {
-		pid_t got = waitpid(pid, status, WNOHANG);
-		if (got == pid)
-			return 0;
-		if (got < 0)
-			return -1;
-		struct timespec nap = {0, 5 * 1000 * 1000};
-		nanosleep(&nap, NULL);
-	}
-	kill(-pid, SIGKILL);
-	waitpid(pid, status, 0);
-	return -1;
-}
-
 int main(void)
 {
 	int rounds = 300;
@@ -105,7 +88,7 @@ int main(void)
 		}
 		for (int w = 0; w < started; w++) {
 			int status = 0;
-			if (wait_limited(pids[w], &status)) {
+			if (itest_wait_limited(pids[w], &status, ROUND_LIMIT_S, true)) {
 				printf("fork_at_first_map: round %d did not end within %d s: a process "
 				       "forked or exited right after its first mapping hangs\n",
 				       base + w, ROUND_LIMIT_S);

@@ -45,22 +45,6 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 	return real(t, attr, fn, arg);
 }
 
-static int wait_limited(pid_t pid, int *status)
-{
-	for (int waited_ms = 0; waited_ms < LIMIT_S * 1000; waited_ms += 5) {
-		pid_t got = waitpid(pid, status, WNOHANG);
-		if (got == pid)
-			return 0;
-		if (got < 0)
-			return -1;
-		struct timespec nap = {0, 5 * 1000 * 1000};
-		nanosleep(&nap, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, status, 0);
-	return -1;
-}
-
 int main(void)
 {
 	parent = getpid();
@@ -99,7 +83,7 @@ int main(void)
 		}
 		int status = 0;
 		const char *what = kind == 0 ? "a child that writes and exits" : "a child that execs /bin/true";
-		if (wait_limited(pid, &status)) {
+		if (itest_wait_limited(pid, &status, LIMIT_S, false)) {
 			printf("fork_slow_thread: %s did not end within %d s once a thread it started could not "
 			       "run\n", what, LIMIT_S);
 			failures++;

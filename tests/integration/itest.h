@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/userfaultfd.h>
@@ -22,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +123,25 @@ static inline int itest_random_file(const char *path, size_t size, unsigned shor
 		}
 	}
 	return close(fd);
+}
+
+/* Waits for child pid at most limit_s seconds; after that kills it (its
+ * process group too when group is true: it made pid its group) and
+ * returns -1. 0 once it ended (*status set), -1 if it is not a child. */
+static inline int itest_wait_limited(pid_t pid, int *status, int limit_s, bool group)
+{
+	for (int waited_ms = 0; waited_ms < limit_s * 1000; waited_ms += 5) {
+		pid_t got = waitpid(pid, status, WNOHANG);
+		if (got == pid)
+			return 0;
+		if (got < 0)
+			return -1;
+		struct timespec nap = {0, 5 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
+	kill(group ? -pid : pid, SIGKILL);
+	waitpid(pid, status, 0);
+	return -1;
 }
 
 /* Whether this kernel gives this process what the shim's exact tracking
