@@ -91,7 +91,8 @@ GAIA_HIDDEN size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *ad
  * (0: no cap); waited for. */
 GAIA_HIDDEN void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round);
 /* How many of a paged replica's units kernels faulted on since it was
- * made (0 when none: r->learned NULL). */
+ * made, or read through in a window the fault front's prefetch brought
+ * (gpu_front.c); 0 when none. */
 GAIA_HIDDEN size_t cuda_replica_touched_units(const struct cuda_replica *r);
 
 /* The size of an upload's chunks (GAIA_GPU_READAHEAD_KB), in bytes. */

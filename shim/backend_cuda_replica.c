@@ -193,10 +193,8 @@ static uint64_t set_pages_in(const struct cuda_replica *r, uint64_t first, uint6
 
 size_t cuda_replica_touched_units(const struct cuda_replica *r)
 {
-	size_t n = 0;
-	for (size_t u = 0; r->learned && u < r->learned_units; u++)
-		n += r->learned[u] != 0;
-	return n;
+	return r->learned ? gpu_front_touched_units(r, r->learned, r->learned_units)
+			  : gpu_front_touched_units(r, NULL, (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT);
 }
 
 void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round)

@@ -9,7 +9,11 @@
  * once, so a region follows up to FRONT_STREAMS_PER_REGION fronts, each
  * runtime/readahead.c's policy in units: a fault at the end of a front's
  * last window (exactly: one further may have skipped it) doubles that
- * front's window (up to 64 MiB, and a sixteenth of the device), one inside a
+ * front's window (up to 64 MiB, and a sixteenth of the device) if the
+ * kernel read the window through, and halves it if not: a window of 8
+ * units or more leaves FRONT_HOLES units out, spread over it, and a
+ * kernel that faulted on fewer than two of them went through it reading
+ * some units only (every k-th: a stride a window would hide), one inside a
  * window still in flight changes nothing, and one elsewhere starts a
  * front (in place of the one unused longest) with the region's opening
  * window, which starts at GAIA_GPU_READAHEAD_KB and halves at each new
@@ -54,6 +58,7 @@
 #define FRONT_STREAMS 16 /* contexts */
 #define FAULTS_PER_PASS 4096
 #define FRONT_STREAMS_PER_REGION 16
+#define FRONT_HOLES 3
 #define FRONT_POLL_US 500   /* a 64 KiB fault costs tens of microseconds on a GPU */
 
 struct front {
@@ -63,6 +68,7 @@ struct front {
 	CUcontext ctx;
 	int device;
 	uint8_t *fetched;          /* per unit: prefetched this epoch */
+	uint8_t *ever;             /* per unit: in a window kernels read through, some epoch */
 	uint64_t budget_units;     /* what the epoch may still prefetch */
 	uint32_t opening_units;    /* a new front's first window */
 	uint32_t max_units;        /* a window's largest */
@@ -70,6 +76,12 @@ struct front {
 	struct {
 		struct readahead ra; /* in units (see start_front) */
 		uint64_t used;       /* clock at its last fault; 0: free */
+		/* units of its last window left out of the prefetch, to
+		 * see whether the kernel reads the window through: a dense
+		 * kernel faults on them, one that reads every k-th unit
+		 * mostly does not */
+		uint64_t holes[FRONT_HOLES];
+		unsigned nholes, hole_hits;
 	} fronts[FRONT_STREAMS_PER_REGION];
 };
 
@@ -125,8 +137,10 @@ void gpu_front_after_fork(bool child)
 	else
 		pthread_mutex_init(&front_lock, NULL);
 	pthread_cond_init(&front_cv, NULL);
-	for (unsigned i = 0; i < nfronts; i++)
+	for (unsigned i = 0; i < nfronts; i++) {
 		free(fronts[i].fetched);
+		free(fronts[i].ever);
+	}
 	nfronts = nstreams = 0;
 	active = 0;
 	started = false;
@@ -183,24 +197,43 @@ static CUstream stream_of(CUcontext ctx)
  * have skipped it), or a new one in place of the one unused longest; NULL
  * when u is inside a front's last window (a prefetch in flight, or a
  * record from before it was made). */
-static struct readahead *front_for(struct front *f, uint64_t u)
+static unsigned front_for(struct front *f, uint64_t u, bool *go_on)
 {
 	unsigned oldest = 0;
 	f->clock++;
+	*go_on = false;
 	for (unsigned i = 0; i < FRONT_STREAMS_PER_REGION; i++) {
 		struct readahead *ra = &f->fronts[i].ra;
 		if (f->fronts[i].used && u >= ra->window_first && u <= ra->next_page) {
 			f->fronts[i].used = f->clock;
-			return u < ra->next_page ? NULL : ra;
+			for (unsigned h = 0; h < f->fronts[i].nholes; h++)
+				if (f->fronts[i].holes[h] == u) {
+					f->fronts[i].holes[h] = UINT64_MAX; /* counted once */
+					/* read through: what kernels touched (gpu_front_touched_units) */
+					if (++f->fronts[i].hole_hits * 3 >= f->fronts[i].nholes * 2)
+						memset(f->ever + ra->window_first, 1, ra->next_page - ra->window_first);
+				}
+			*go_on = u == ra->next_page;
+			return i;
 		}
 		if (f->fronts[i].used < f->fronts[oldest].used)
 			oldest = i;
 	}
 	start_front(f, &f->fronts[oldest].ra);
 	f->fronts[oldest].used = f->clock;
+	f->fronts[oldest].nholes = f->fronts[oldest].hole_hits = 0;
 	if (f->opening_units > 1)
 		f->opening_units /= 2;
-	return &f->fronts[oldest].ra;
+	*go_on = true;
+	return oldest;
+}
+
+static bool is_hole(const uint64_t *holes, unsigned n, uint64_t u)
+{
+	for (unsigned h = 0; h < n; h++)
+		if (holes[h] == u)
+			return true;
+	return false;
 }
 
 /* A fault at unit u of f: the window from there, without the units
@@ -210,24 +243,40 @@ static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 	uint64_t first = 0;
 	if (f->fetched[u])
 		return 0; /* a record from before its window came, or a prefetch it beat */
-	struct readahead *ra = front_for(f, u);
-	uint32_t n = ra ? readahead_on_access(ra, u, f->units, &first) : 0;
+	bool go_on;
+	unsigned slot = front_for(f, u, &go_on);
+	if (!go_on)
+		return 0; /* inside a window in flight */
+	struct readahead *ra = &f->fronts[slot].ra;
+	uint64_t *holes = f->fronts[slot].holes;
+	if (f->fronts[slot].nholes && f->fronts[slot].hole_hits * 3 < f->fronts[slot].nholes * 2) {
+		/* The kernel went past the window without reading most of its
+		 * holes: it reads some units of each run, not all. Readahead
+		 * doubles a front that goes on: a quarter of it then is half. */
+		ra->window_pages = ra->window_pages / 4 > 1 ? ra->window_pages / 4 : 1;
+	}
+	uint32_t n = readahead_on_access(ra, u, f->units, &first);
 	if (!n)
-		return 0; /* inside a window in flight (or beyond the region) */
+		return 0; /* beyond the region */
 	if (n > f->budget_units) {
 		n = (uint32_t)f->budget_units;
 		ra->next_page = first + n; /* the front ends where its fetch does */
 	}
+	f->fronts[slot].nholes = f->fronts[slot].hole_hits = 0;
+	if (n >= 8)
+		for (unsigned h = 1; h <= FRONT_HOLES; h++)
+			holes[f->fronts[slot].nholes++] = first + (uint64_t)n * h / (FRONT_HOLES + 1) + 1;
 	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = f->device};
 	CUstream s = stream_of(f->ctx);
 	uint64_t pages = 0;
+	const unsigned nholes = f->fronts[slot].nholes;
 	for (uint64_t a = first; s && a < first + n;) {
-		if (f->fetched[a]) {
+		if (f->fetched[a] || is_hole(holes, nholes, a)) {
 			a++;
 			continue;
 		}
 		uint64_t b = a;
-		while (b < first + n && !f->fetched[b])
+		while (b < first + n && !f->fetched[b] && !is_hole(holes, nholes, b))
 			b++;
 		uint64_t off = a * CUDA_FAULT_UNIT, bytes = (b - a) * CUDA_FAULT_UNIT;
 		if (off + bytes > f->len)
@@ -329,12 +378,15 @@ void gpu_front_watch(struct cuda_replica *r)
 			f = &fronts[k];
 	if (!f && nfronts < FRONT_MAX) {
 		size_t units = (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT;
-		uint8_t *fetched = calloc(units, 1);
-		if (fetched) {
+		uint8_t *fetched = calloc(units, 1), *ever = calloc(units, 1);
+		if (fetched && ever) {
 			f = &fronts[nfronts++];
 			*f = (struct front){.key = r, .dptr = r->dptr, .len = r->len, .units = units,
-					    .ctx = r->ctx, .device = r->device, .fetched = fetched};
+					    .ctx = r->ctx, .device = r->device, .fetched = fetched, .ever = ever};
 			reset(f, device_bytes);
+		} else {
+			free(fetched);
+			free(ever);
 		}
 	}
 	bool start = f && !started;
@@ -378,9 +430,24 @@ void gpu_front_forget(const struct cuda_replica *r)
 	for (unsigned k = 0; k < nfronts; k++)
 		if (fronts[k].key == r) {
 			free(fronts[k].fetched);
+			free(fronts[k].ever);
 			fronts[k] = fronts[--nfronts];
 			drain_locked();
 			break;
 		}
 	pthread_mutex_unlock(&front_lock);
+}
+
+size_t gpu_front_touched_units(const struct cuda_replica *r, const uint32_t *learned, size_t units)
+{
+	lock_from_outside();
+	const uint8_t *ever = NULL;
+	for (unsigned k = 0; k < nfronts && !ever; k++)
+		if (fronts[k].key == r && fronts[k].units == units)
+			ever = fronts[k].ever;
+	size_t n = 0;
+	for (size_t u = 0; u < units; u++)
+		n += (learned && learned[u]) || (ever && ever[u]);
+	pthread_mutex_unlock(&front_lock);
+	return n;
 }

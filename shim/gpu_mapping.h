@@ -135,6 +135,11 @@ struct cuda_replica;
 GAIA_HIDDEN void gpu_front_watch(struct cuda_replica *r);
 GAIA_HIDDEN void gpu_front_pause(int dev);
 GAIA_HIDDEN void gpu_front_forget(const struct cuda_replica *r);
+/* Units of r kernels faulted on (learned, one of `units` per unit, or
+ * NULL) or that lie in a window prefetched ahead of the fault front that
+ * a kernel read through (it faulted on the window's holes): a unit the
+ * front brought does not fault. */
+GAIA_HIDDEN size_t gpu_front_touched_units(const struct cuda_replica *r, const uint32_t *learned, size_t units);
 /* After a full release on dev: what the kernels faulted on becomes the
  * learned set of each replica paged on demand (prefetched before the next
  * launch). Outside the shim's locks. */
