@@ -67,6 +67,7 @@ struct front {
 	size_t len, units;
 	CUcontext ctx;
 	int device;
+	size_t device_bytes;       /* the device's memory (0: unknown), asked once */
 	uint8_t *fetched;          /* per unit: prefetched this epoch */
 	uint8_t *ever;             /* per unit: in a window kernels read through, some epoch */
 	uint64_t budget_units;     /* what the epoch may still prefetch */
@@ -152,8 +153,9 @@ void gpu_front_after_fork(bool child)
  * window is at most 64 MiB and a sixteenth of the device, an epoch
  * fetches at most a quarter of it per region. The opening window carries
  * over (a region read at random places stays so). */
-static void reset(struct front *f, size_t device_bytes)
+static void reset(struct front *f)
 {
+	const size_t device_bytes = f->device_bytes;
 	memset(f->fetched, 0, f->units);
 	memset(f->fronts, 0, sizeof(f->fronts));
 	f->clock = 0;
@@ -370,7 +372,6 @@ void gpu_front_watch(struct cuda_replica *r)
 	if (!r->paged || !r->ctx || !drv.prefetch || !drv.stream_create || !drv.ctx_set_current ||
 	    !gpu_faults_front())
 		return;
-	size_t device_bytes = gpu_device_total_bytes();
 	lock_from_outside();
 	struct front *f = NULL;
 	for (unsigned k = 0; k < nfronts && !f; k++)
@@ -382,8 +383,10 @@ void gpu_front_watch(struct cuda_replica *r)
 		if (fetched && ever) {
 			f = &fronts[nfronts++];
 			*f = (struct front){.key = r, .dptr = r->dptr, .len = r->len, .units = units,
-					    .ctx = r->ctx, .device = r->device, .fetched = fetched, .ever = ever};
-			reset(f, device_bytes);
+					    .ctx = r->ctx, .device = r->device, .fetched = fetched, .ever = ever,
+					    /* the launching thread's device is r's */
+					    .device_bytes = gpu_device_total_bytes()};
+			reset(f);
 		} else {
 			free(fetched);
 			free(ever);
@@ -413,11 +416,10 @@ void gpu_front_pause(int dev)
 	lock_from_outside();
 	if (nfronts) {
 		active &= ~bit_of(dev);
-		size_t device_bytes = gpu_device_total_bytes();
 		for (unsigned k = 0; k < nfronts; k++) {
 			struct front *f = &fronts[k];
 			if (f->device == dev)
-				reset(f, device_bytes);
+				reset(f);
 		}
 		drain_locked();
 	}
