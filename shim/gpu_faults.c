@@ -193,12 +193,43 @@ void gpu_faults_want(void)
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE);
 }
 
+/* CUPTI's start-up takes device memory of its own: 12 MiB on an H200
+ * with the unified-memory counter (free memory 63 -> 51 MiB, 23 -> 11
+ * MiB). With 7 MiB free it failed (CUPTI_ERROR_NOT_INITIALIZED) and the
+ * context's next kernel ended in CUDA_ERROR_ILLEGAL_ADDRESS
+ * (docs/hardware.md). It is started only while the current device has
+ * this much free; else it is tried again at a later launch. */
+#define CUPTI_START_ROOM ((size_t)32 << 20)
+
+/* Why CUPTI cannot start now (the current device too full), or NULL. */
+static const char *no_room(void)
+{
+	static char why[224];
+	size_t free_bytes = 0, total = 0;
+	/* No context yet: nothing to measure, and nothing of the program's
+	 * to lose. */
+	const struct cuda_calls *c = cuda_calls();
+	if (!c->mem_get_info || c->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS ||
+	    free_bytes >= CUPTI_START_ROOM)
+		return NULL;
+	snprintf(why, sizeof(why),
+		 "the device has %zu MiB free, and CUPTI's start-up takes device memory (about 12 MiB; "
+		 "without it the context is lost): tried again at a later launch",
+		 free_bytes >> 20);
+	return why;
+}
+
 void gpu_faults_prepare(void)
 {
 	if (!__atomic_load_n(&wanted, __ATOMIC_ACQUIRE) || __atomic_load_n(&tried, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&start_lock);
-	if (!tried) {
+	const char *full = tried || gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? NULL : no_room();
+	if (full) {
+		static int once;
+		gaia_log_once(&once, GAIA_LOG_INFO, "regions paged on demand page on faults alone for now: %s",
+			      full);
+	} else if (!tried) {
 		const char *why = gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? "GAIA_GPU_FAULTS=off" : NULL;
 		if (!why) {
 			gaia_in_shim++;

@@ -1307,9 +1307,14 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 		cuda_replica_prefetch(r);
 	}
 	/* What kernels faulted on before comes ahead of this one, within half
-	 * the device (the rest would push it out again). */
-	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch))
-		cuda_replica_prefetch_learned(r, gpu_device_total_bytes() / 2, learn_round);
+	 * the device's free memory (the rest would push it out again): the
+	 * program's own allocations and CUPTI's are not the replica's to
+	 * use. On a GPU the free memory also leaves out managed pages already
+	 * there, so the bound errs on the small side. */
+	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch)) {
+		size_t room = gpu_device_free_bytes();
+		cuda_replica_prefetch_learned(r, (room ? room : gpu_device_total_bytes()) / 2, learn_round);
+	}
 	/* and while it runs, what it faults on next */
 	if (r->paged)
 		gpu_front_watch(r);

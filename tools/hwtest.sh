@@ -248,6 +248,10 @@ run "protocol paged_learns" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=page
 # GAIA_STATS' front_windows says whether fault records came during the
 # kernel at all).
 run "protocol paged_front" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_STATS=1 SIMGPU_MEM_MB=256 -- "$protocol" paged_front
+# A paged launch on a device the program filled but for 4 MiB: fault
+# records (CUPTI, whose start-up takes device memory) wait for room, and
+# the kernels' bytes reach the file (GAIA_LOG=info says when CUPTI starts).
+run "protocol paged_full_device" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info SIMGPU_MEM_MB=64 -- "$protocol" paged_full_device
 # A cudaMalloc of the device's free memory and 8 MiB more, a replica to
 # give up for it.
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc
@@ -256,7 +260,7 @@ run "protocol promote_after_free" "shim auto" exit "${shim_env[@]}" GAIA_BACKING
 # ... and a read-only one kernels read in one 64 KiB unit of eight stays
 # paged then (the bus bytes are checked only where the simulator counts
 # them; GAIA_LOG=info says what was chosen).
-run "protocol promote_touched" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto GAIA_LOG=info SIMGPU_MEM_MB=64 \
+run "protocol promote_touched" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto GAIA_LOG=info SIMGPU_MEM_MB=128 PROTOCOL_MB=48 \
 	PROTOCOL_TOUCH=sparse -- "$protocol" promote_touched
 # The same through cudaMallocPitch, the stream-ordered cudaMallocAsync and
 # a 3-D CUDA array.

@@ -10,6 +10,14 @@
  * program can tell what it did not get); CUPTI's other functions are not
  * here at all.  Records are delivered by a flush only, from the flushing
  * thread.
+ *
+ * CUPTI's start-up (its first activity call) takes device memory of its
+ * own: 12 MiB of the current context's device, what an H200 lost when the
+ * unified-memory counter was turned on (docs/hardware.md).  Without room
+ * it fails there as it did on the H200: that call and every later one
+ * answer CUPTI_ERROR_NOT_INITIALIZED, and a kernel that then faults on
+ * managed memory ends in CUDA_ERROR_ILLEGAL_ADDRESS
+ * (simgpu_profiler_reserve).  Without a current context nothing is taken.
  */
 #include <cupti.h>
 #include <errno.h>
@@ -29,6 +37,17 @@ static CUpti_BuffersCallbackCompleteFunc give_buffer;
 static bool faults_configured, um_enabled;
 static uint64_t cursor[MAX_DEVICES];
 static uint64_t dropped;
+static int started;     /* 0: not yet, 1: up, -1: failed for want of device memory */
+
+#define START_BYTES ((size_t)12 << 20)
+
+/* Under the lock, at each activity call: the start-up, once. */
+static CUptiResult start_up(void)
+{
+    if (started == 0)
+        started = simgpu_profiler_reserve(START_BYTES) == -ENOMEM ? -1 : 1;
+    return started < 0 ? CUPTI_ERROR_NOT_INITIALIZED : CUPTI_SUCCESS;
+}
 
 typedef CUpti_ActivityUnifiedMemoryCounter3 um_record;
 
@@ -58,10 +77,15 @@ CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityConfigureUnifiedMemoryCounter(
         if (config[i].kind != CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT && config[i].enable)
             return CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED;
     pthread_mutex_lock(&lock);
+    CUptiResult r = start_up();
+    if (r != CUPTI_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        return r;
+    }
     for (uint32_t i = 0; i < count; i++)
         if (config[i].kind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT)
             faults_configured = config[i].enable != 0;
-    CUptiResult r = apply();
+    r = apply();
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -72,8 +96,13 @@ static CUptiResult set_um(CUpti_ActivityKind kind, bool enable)
     if (kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
         return CUPTI_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&lock);
+    CUptiResult r = start_up();
+    if (r != CUPTI_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        return r;
+    }
     um_enabled = enable;
-    CUptiResult r = apply();
+    r = apply();
     if (r != CUPTI_SUCCESS && enable)
         um_enabled = false;
     pthread_mutex_unlock(&lock);
@@ -96,10 +125,13 @@ CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCa
     if (!requested || !completed)
         return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&lock);
-    want_buffer = requested;
-    give_buffer = completed;
+    CUptiResult r = start_up();
+    if (r == CUPTI_SUCCESS) {
+        want_buffer = requested;
+        give_buffer = completed;
+    }
     pthread_mutex_unlock(&lock);
-    return CUPTI_SUCCESS;
+    return r;
 }
 
 /* Fills one buffer from the devices' logs; false when they had nothing. */

@@ -50,6 +50,19 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     return alloc_in(d, &d->device_mem, 0, bytesize, dptr);
 }
 
+__attribute__((visibility("default")))
+int simgpu_profiler_reserve(size_t bytes)
+{
+    struct sim_device *d;
+    if (sim_current_device(&d) != CUDA_SUCCESS)
+        return -ENODEV;
+    CUdeviceptr p;
+    if (bytes == 0 || alloc_in(d, &d->device_mem, 0, bytes, &p) == CUDA_SUCCESS)
+        return 0;
+    __atomic_store_n(&d->sh->uvm_lost, 1, __ATOMIC_RELEASE);
+    return -ENOMEM;
+}
+
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     struct sim_device *d;

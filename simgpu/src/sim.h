@@ -116,6 +116,7 @@ struct sim_shared {
     uint64_t next_seq;
     uint64_t ring_head, ring_tail;  /* ring[head % N .. tail % N) not yet taken */
     int32_t sticky_error;       /* CUresult, set by the device on a kernel fault */
+    int32_t uvm_lost;           /* a profiler's start failed: managed faults are not served */
     int32_t vmm_result;         /* 0 or -errno of the last SIM_OP_VMM */
     uint64_t in_the_way[2];     /* a refused HOSTMEM_PROBE: the device's mapping there */
     int32_t device_ready;

@@ -683,6 +683,8 @@ bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *uc)
     uintptr_t base = (uintptr_t)d->window + d->mem_bytes;
     if (addr < base || addr >= base + d->managed_bytes)
         return false;
+    if (__atomic_load_n(&d->sh->uvm_lost, __ATOMIC_ACQUIRE))
+        return false;   /* the kernel's fault is fatal (simgpu_profiler_reserve) */
     uint64_t b = (addr - base) / SIM_UVM_BLOCK;
     bool write = sim_fault_is_write(uc);
     uint8_t adv = __atomic_load_n(&d->uvm->advice[b], __ATOMIC_RELAXED);

@@ -3,6 +3,10 @@
  * managed memory as a GPU_PAGE_FAULT unified-memory record, as CUPTI does
  * on a real GPU: the faulting block's address, only while enabled, none for
  * blocks a prefetch brought, and the API's errors where it is misused.
+ * Its start-up takes 12 MiB of the device, as on an H200; `full`: with
+ * less free it fails there as it did on the H200: a kernel on device
+ * memory still runs, one that faults on managed memory ends in
+ * CUDA_ERROR_ILLEGAL_ADDRESS.
  * A plain program (exit 0 pass, 1 fail).
  */
 #include <cstdio>
@@ -52,8 +56,43 @@ static CUresult touch(CUdeviceptr m, unsigned block)
     return cuLaunchKernel((CUfunction)(const void *)add_one, n / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
 }
 
-int main()
+/* The device filled but for 4 MiB: CUPTI cannot start, and managed
+ * memory's faults are no longer served. */
+static int full_device(void)
 {
+    CUcontext ctx;
+    CU(cuInit(0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CU(cuCtxSetCurrent(ctx));
+    CUdeviceptr m, big;
+    CU(cuMemAllocManaged(&m, NB * BLOCK, CU_MEM_ATTACH_GLOBAL));
+    size_t free_bytes = 0, total = 0;
+    CU(cuMemGetInfo(&free_bytes, &total));
+    CU(cuMemAlloc(&big, free_bytes - (4u << 20)));
+    CUpti_ActivityUnifiedMemoryCounterConfig cfg = {};
+    cfg.scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES;
+    cfg.kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    cfg.enable = 1;
+    CHECK(cuptiActivityConfigureUnifiedMemoryCounter(&cfg, 1) == CUPTI_ERROR_NOT_INITIALIZED);
+    CHECK(cuptiActivityRegisterCallbacks(want, done) == CUPTI_ERROR_NOT_INITIALIZED);
+    CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) == CUPTI_ERROR_NOT_INITIALIZED);
+    size_t after = 0;
+    CU(cuMemGetInfo(&after, &total));
+    CHECK(after == 4u << 20); /* nothing taken */
+    CU(touch(big, 0));        /* device memory: runs */
+    CU(cuCtxSynchronize());
+    CU(touch(m, 0));          /* the launch is accepted ... */
+    CUresult r = cuCtxSynchronize();
+    std::fprintf(stderr, "the kernel after CUPTI's failed start: %d\n", (int)r);
+    CHECK(r == CUDA_ERROR_ILLEGAL_ADDRESS);
+    std::printf("cupti full: ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "full"))
+        return full_device();
     /* misuse first: flushing with no callbacks, kinds not offered */
     CHECK(cuptiActivityFlushAll(0) == CUPTI_ERROR_INVALID_OPERATION);
     CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL) == CUPTI_ERROR_NOT_SUPPORTED);
@@ -73,8 +112,13 @@ int main()
     cfg.enable = 1;
     CHECK(cuptiActivityConfigureUnifiedMemoryCounter(&cfg, 1) == CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED);
     cfg.kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    size_t before = 0, after = 0, total = 0;
+    CU(cuMemGetInfo(&before, &total));
     CHECK(cuptiActivityConfigureUnifiedMemoryCounter(&cfg, 1) == CUPTI_SUCCESS);
     CHECK(cuptiActivityRegisterCallbacks(want, done) == CUPTI_SUCCESS);
+    CU(cuMemGetInfo(&after, &total));
+    std::fprintf(stderr, "CUPTI's start-up took %zu MiB of the device\n", (before - after) >> 20);
+    CHECK(before - after == 12u << 20);
 
     /* not enabled yet: a fault leaves no record */
     CU(touch(m, 1));

@@ -1969,11 +1969,14 @@ static void case_promote_after_free(void)
  * all on the device, faults no more while the program's own managed
  * buffer does), sparse with nothing learned (GAIA_GPU_FAULTS=off), and
  * sparse in a writable mapping (PROTOCOL_WRITABLE=1). Every byte a kernel
- * reads is the file's. */
+ * reads is the file's. PROTOCOL_MB: the region's size (16 MiB): fault
+ * records start only with 32 MiB of the device free (CUPTI takes some),
+ * so what is learned after the demotion needs a region larger than that. */
 static void case_promote_touched(void)
 {
 	enum { UNIT = 64 << 10 };
-	const size_t bytes = 16u << 20, units = bytes / UNIT;
+	const char *mb = getenv("PROTOCOL_MB");
+	const size_t bytes = (size_t)(mb ? atoi(mb) : 16) << 20, units = bytes / UNIT;
 	const char *touch = getenv("PROTOCOL_TOUCH"), *faults = getenv("GAIA_GPU_FAULTS");
 	const char *wr = getenv("PROTOCOL_WRITABLE");
 	const bool learned = !(faults && !strcmp(faults, "off")), writable = wr && !strcmp(wr, "1");
@@ -2040,6 +2043,42 @@ static void case_promote_touched(void)
 		CHECK(moved >= bytes, "%llu KiB crossed the bus: the %zu MiB region (%zu of %zu units read, %s, %s) "
 		      "was not made whole again", (unsigned long long)(moved >> 10), bytes >> 20, touched, units,
 		      learned ? "faults learned" : "nothing learned", writable ? "writable" : "read-only");
+}
+
+/* A program that filled the device with its own memory (all but 4 MiB)
+ * and then launches on a file region paged on demand: the kernel's and
+ * the CPU's bytes reach the file, and so do those of a launch after the
+ * program frees its memory. CUPTI's start-up takes device memory (12 MiB
+ * on an H200, where a start without it lost the context: the next kernel
+ * ended in cudaErrorIllegalAddress), so fault records wait for room. */
+static void case_paged_full_device(void)
+{
+	const size_t bytes = 16u << 20, pages = bytes / PAGE;
+	size_t free_bytes = 0, total = 0;
+	CUDA_OK(cudaFree(0));
+	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+	void *big = NULL;
+	cudaError_t e = cudaMalloc(&big, free_bytes - (4u << 20));
+	CHECK(e == cudaSuccess, "cudaMalloc of all but 4 MiB of %zu MiB free: %s", free_bytes >> 20,
+	      cudaGetErrorName(e));
+	int fd = make_file(bytes, 0);
+	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
+	for (size_t p = 0; p < pages; p += 2)
+		m[p * PAGE + 1] = 0x22;
+	launch_write(m, 0, bytes, PAGE, 0, 0x11);
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaFree(big));
+	launch_write(m, 0, bytes, PAGE, 2, 0x33);
+	CUDA_OK(cudaDeviceSynchronize());
+	unsigned char *got = (unsigned char *)malloc(bytes);
+	CHECK(got && pread(fd, got, bytes, 0) == (ssize_t)bytes, "pread: %s", strerror(errno));
+	for (size_t p = 0; p < pages; p++) {
+		const unsigned char *pg = got + p * PAGE;
+		CHECK(pg[0] == 0x11 && pg[2] == 0x33 && pg[1] == (p % 2 ? 0 : 0x22) && pg[3] == 0,
+		      "page %zu in the file: %#x %#x %#x %#x, want 0x11 %#x 0x33 0", p, pg[0], pg[1], pg[2], pg[3],
+		      p % 2 ? 0 : 0x22);
+	}
+	free(got);
 }
 
 /* A CUDA array and a mapped file, as a program loading a texture from a
@@ -2790,6 +2829,8 @@ int main(int argc, char **argv)
 		case_promote_touched();
 	else if (!strcmp(c, "array_copies"))
 		case_array_copies();
+	else if (!strcmp(c, "paged_full_device"))
+		case_paged_full_device();
 	else if (!strcmp(c, "model"))
 		case_model(false);
 	else if (!strcmp(c, "model_ro"))
