@@ -2187,6 +2187,9 @@ static void case_array_copies(void)
 	/* A batch (cuMemcpy3DBatchAsync): 64 x 3 elements of the mapping
 	 * (rows of 512) into the 2-D array at (100, 2), on a stream. */
 	CUDA_OK(cudaMemcpy2DToArray(a, 0, 0, own, row, row, rows, cudaMemcpyHostToDevice));
+	/* A copy from pageable memory may return before its DMA lands, and
+	 * a non-blocking stream is not ordered after the default stream. */
+	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	CUDA_MEMCPY3D_BATCH_OP op;
 	memset(&op, 0, sizeof(op));
@@ -2226,6 +2229,7 @@ static void case_array_copies(void)
 	f2.srcMemoryType = CU_MEMORYTYPE_HOST, f2.srcHost = own, f2.srcPitch = 1024;
 	f2.dstMemoryType = CU_MEMORYTYPE_ARRAY, f2.dstArray = af, f2.WidthInBytes = 1024, f2.Height = 4;
 	CHECK(cuMemcpy2D(&f2) == CUDA_SUCCESS, "cuMemcpy2D into the float array");
+	CUDA_OK(cudaDeviceSynchronize()); /* its DMA landed before the non-blocking stream reads the array */
 	memcpy(want, m, bytes);
 	memset(&op, 0, sizeof(op));
 	op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY, op.src.op.array.array = af;
