@@ -164,6 +164,15 @@ const struct hw_check hw_checks[] = {
 	 "recorded; memo: near PCIe speed"},
 	{"M2.2m", "M2", "the same after the CPU writes it all again, one byte per 2 MiB",
 	 "recorded; memo: far below (a fault per touch)"},
+	{"M5.dma", "M5d",
+	 "the device filled but for 8 MiB (cudaMalloc); 16 MiB of managed memory filled by cudaMemcpyAsync from "
+	 "pinned memory, 2 MiB a copy, two in flight (as the shim uploads a paged replica); a kernel sums it",
+	 "recorded (not yet run on a GPU); the shim's uploads into a paged replica (2 MiB copies from pinned memory) ended the context on the H200 with 3, 5 and 13 MiB free, not with 25 (docs/hardware.md)"},
+	{"M5.cpu", "M5c",
+	 "the same 16 MiB filled by the CPU (memcpy), then cudaMemPrefetchAsync to the device; a kernel sums it",
+	 "recorded (not yet run on a GPU); without the shim a 16 MiB prefetch with 7 MiB free, then a kernel, "
+	 "ran on the H200 (docs/hardware.md)"},
+	{"M5.fit", "M5f", "M5.dma with 64 MiB free", "the sums match (H200: the shim's uploads worked with 25 MiB free)"},
 	{"X1", NULL, "UVM tools events (UVM_TOOLS_INIT_EVENT_TRACKER_V2) read from inside the process",
 	 "fault events with addresses (memo)"},
 	{"S1", NULL, "cuobjdump -sass of the nvcc-built workload kernels: STG, ATOM, RED per kernel",
@@ -220,6 +229,9 @@ const struct hw_group hw_groups[] = {
 	{"Z5", "Z5"},
 	{"M1", "M1.missing M1.wp"},
 	{"M2", "M2.4k M2.2m"},
+	{"M5d", "M5.dma"},
+	{"M5c", "M5.cpu"},
+	{"M5f", "M5.fit"},
 	{"I", "I1.cuLaunchKernel I1.cuCtxSynchronize I1.cuMemcpyHtoD I2.func(CUfunction) I2.func(CUkernel) "
 	      "I2.kernel(CUkernel) I2.kernel(CUfunction) I2.func.past-last I2.kernel.past-last"},
 	{"V1", "V1.2M@32M V1.32M@32M V1.2M@2M V1.32M@2M"},
@@ -1211,6 +1223,81 @@ static void check_v3(void)
 	}
 }
 
+/* A managed buffer larger than what the device has free, filled by DMA
+ * (`dma`: the way the shim uploads a paged replica) or by the CPU and a
+ * prefetch, then summed by a kernel. Each in a child of its own: a
+ * context may not survive it. */
+static void check_m5(const char *id, size_t spare, bool dma)
+{
+	const size_t bytes = 16 * MiB, chunk = 2 * MiB, words = bytes / 8;
+	unsigned long long *m = NULL, *d_out = NULL, *stage[2] = {NULL, NULL}, want = 0, got = 0;
+	void *big = NULL;
+	size_t free_bytes = 0, total = 0;
+	cudaStream_t s = NULL;
+	cudaEvent_t done[2] = {NULL, NULL};
+	cudaError_t e = cudaMallocManaged((void **)&m, bytes, cudaMemAttachGlobal);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&d_out, sizeof(*d_out));
+	for (int b = 0; b < 2 && e == cudaSuccess; b++)
+		if ((e = cudaMallocHost((void **)&stage[b], chunk)) == cudaSuccess)
+			e = cudaEventCreateWithFlags(&done[b], cudaEventDisableTiming);
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+	if (e == cudaSuccess)
+		e = cudaMemGetInfo(&free_bytes, &total);
+	if (e == cudaSuccess && free_bytes > spare)
+		e = cudaMalloc(&big, free_bytes - spare);
+	if (e == cudaSuccess)
+		e = cudaMemGetInfo(&free_bytes, &total);
+	if (e != cudaSuccess) {
+		report(id, "setting up: " + rt_name(e), judge(false));
+		return;
+	}
+	const char *where = "the fill";
+	for (size_t i = 0; i < words; i++)
+		want += i * 2654435761ull;
+	if (dma) {
+		bool pending[2] = {false, false};
+		for (size_t off = 0, b = 0; off < bytes && e == cudaSuccess; off += chunk, b ^= 1) {
+			if (pending[b] && (e = cudaEventSynchronize(done[b])) != cudaSuccess)
+				break;
+			for (size_t i = 0; i < chunk / 8; i++)
+				stage[b][i] = (off / 8 + i) * 2654435761ull;
+			if ((e = cudaMemcpyAsync((char *)m + off, stage[b], chunk, cudaMemcpyHostToDevice, s)) ==
+			    cudaSuccess)
+				e = cudaEventRecord(done[b], s);
+			pending[b] = true;
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+	} else {
+		for (size_t i = 0; i < words; i++)
+			m[i] = i * 2654435761ull;
+		cudaMemLocation dev;
+		memset(&dev, 0, sizeof(dev));
+		dev.type = cudaMemLocationTypeDevice;
+		where = "the prefetch";
+		if ((e = cudaMemPrefetchAsync(m, bytes, dev, 0, s)) == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+	}
+	if (e == cudaSuccess) {
+		where = "the kernel";
+		if ((e = cudaMemset(d_out, 0, sizeof(*d_out))) == cudaSuccess) {
+			SIMGPU_LAUNCH(hw_sum, 64, 256, 0, 0)(m, (unsigned long long)words, d_out);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaDeviceSynchronize();
+		if (e == cudaSuccess)
+			e = cudaMemcpy(&got, d_out, sizeof(got), cudaMemcpyDeviceToHost);
+	}
+	if (e != cudaSuccess)
+		report(id, fmt("%s at %s (%zu MiB free)", rt_name(e).c_str(), where, free_bytes / MiB), judge(false));
+	else
+		report(id, fmt("the sums %s (%zu MiB free)", got == want ? "match" : "DIFFER", free_bytes / MiB),
+		       judge(got == want));
+}
+
 /* ---- the child's entry ---- */
 
 int hw_run_child(const char *group)
@@ -1249,6 +1336,12 @@ int hw_run_child(const char *group)
 		check_m1();
 	else if (g == "M2")
 		check_m2();
+	else if (g == "M5d")
+		check_m5("M5.dma", 8 * MiB, true);
+	else if (g == "M5c")
+		check_m5("M5.cpu", 8 * MiB, false);
+	else if (g == "M5f")
+		check_m5("M5.fit", 64 * MiB, true);
 	else if (g == "I")
 		check_i();
 	else if (g == "V1")
