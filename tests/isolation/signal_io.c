@@ -6,7 +6,8 @@
  * file itself, and the handler pwrites a page of the mapped file and
  * ftruncates it to its own size. Exit 0 when the loop ends and every
  * byte the handler wrote is in the mapping; a handler that waits for a
- * lock its own thread holds hangs instead (the watchdog then says so). */
+ * lock its own thread holds hangs instead (the watchdog then says so).
+ * ISOLATION_ROUNDS: loop rounds (40000). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -95,7 +96,9 @@ int main(void)
 	struct itimerval it = {{0, 50}, {0, 50}};
 	if (setitimer(ITIMER_REAL, &it, NULL))
 		return fail("setitimer");
-	for (int i = 0; i < ROUNDS && !failed; i++) {
+	const char *r = getenv("ISOLATION_ROUNDS");
+	const int rounds = r && atoi(r) > 0 ? atoi(r) : ROUNDS;
+	for (int i = 0; i < rounds && !failed; i++) {
 		void *a = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (a == MAP_FAILED)
 			return fail("mmap anonymous");
