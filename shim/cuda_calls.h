@@ -40,6 +40,7 @@ typedef CUresult(CUDAAPI *gaia_array3d_descriptor_fn)(CUDA_ARRAY3D_DESCRIPTOR *,
 	X(device_get, "cuDeviceGet", PFN_cuDeviceGet_v2000, VMM)                                                \
 	X(device_get_count, "cuDeviceGetCount", PFN_cuDeviceGetCount_v2000, OPT)                                \
 	X(primary_retain, "cuDevicePrimaryCtxRetain", PFN_cuDevicePrimaryCtxRetain_v7000, OPT)                  \
+	X(primary_state, "cuDevicePrimaryCtxGetState", PFN_cuDevicePrimaryCtxGetState_v7000, OPT)               \
 	X(mem_alloc, "cuMemAlloc_v2", PFN_cuMemAlloc_v3020, CORE)                                               \
 	X(mem_free, "cuMemFree_v2", PFN_cuMemFree_v3020, CORE)                                                  \
 	X(mem_alloc_managed, "cuMemAllocManaged", PFN_cuMemAllocManaged_v6000, OPT)                             \

@@ -201,16 +201,40 @@ void gpu_faults_want(void)
  * this much free; else it is tried again at a later launch. */
 #define CUPTI_START_ROOM ((size_t)32 << 20)
 
-/* Why CUPTI cannot start now (the current device too full), or NULL. */
+/* Whether some device's primary context is active. */
+static bool any_primary_context(const struct cuda_calls *c)
+{
+	int n = 0;
+	if (!c->device_get_count || !c->primary_state || c->device_get_count(&n) != CUDA_SUCCESS)
+		return false;
+	for (int d = 0; d < n; d++) {
+		unsigned flags = 0;
+		int active = 0;
+		if (c->primary_state(d, &flags, &active) == CUDA_SUCCESS && active)
+			return true;
+	}
+	return false;
+}
+
+/* Why CUPTI cannot start now (the current device too full, or no way to
+ * tell), or NULL. */
 static const char *no_room(void)
 {
 	static char why[224];
 	size_t free_bytes = 0, total = 0;
-	/* No context yet: nothing to measure, and nothing of the program's
-	 * to lose. */
 	const struct cuda_calls *c = cuda_calls();
-	if (!c->mem_get_info || c->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS ||
-	    free_bytes >= CUPTI_START_ROOM)
+	if (!c->mem_get_info)
+		return NULL;
+	if (c->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) {
+		/* No context on this thread: with none anywhere there is
+		 * nothing of the program's to lose; one made on another thread
+		 * (a runtime program launching from a worker) cannot be
+		 * measured from here, and the launch makes it current. */
+		return any_primary_context(c) ? "the launching thread has no current context to measure its "
+						"device's free memory by: tried again at a later launch"
+					      : NULL;
+	}
+	if (free_bytes >= CUPTI_START_ROOM)
 		return NULL;
 	snprintf(why, sizeof(why),
 		 "the device has %zu MiB free, and CUPTI's start-up takes device memory (about 12 MiB; "
@@ -226,9 +250,9 @@ void gpu_faults_prepare(void)
 	pthread_mutex_lock(&start_lock);
 	const char *full = tried || gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? NULL : no_room();
 	if (full) {
-		static int once;
-		gaia_log_once(&once, GAIA_LOG_INFO, "regions paged on demand page on faults alone for now: %s",
-			      full);
+		static int once_full, once_context; /* each reason said once */
+		gaia_log_once(strncmp(full, "the launching thread", 20) ? &once_full : &once_context, GAIA_LOG_INFO,
+			      "regions paged on demand page on faults alone for now: %s", full);
 	} else if (!tried) {
 		const char *why = gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? "GAIA_GPU_FAULTS=off" : NULL;
 		if (!why) {

@@ -1310,10 +1310,16 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	 * the device's free memory (the rest would push it out again): the
 	 * program's own allocations and CUPTI's are not the replica's to
 	 * use. On a GPU the free memory also leaves out managed pages already
-	 * there, so the bound errs on the small side. */
+	 * there, this replica's among them, so the bound errs on the small
+	 * side, down to nothing once a region larger than the device has
+	 * filled it (not measured on a GPU). Without an answer: half the
+	 * device. */
 	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch)) {
-		size_t room = gpu_device_free_bytes();
-		cuda_replica_prefetch_learned(r, (room ? room : gpu_device_total_bytes()) / 2, learn_round);
+		size_t room = 0, total = 0;
+		const struct cuda_calls *calls = cuda_calls();
+		if (!calls->mem_get_info || calls->mem_get_info(&room, &total) != CUDA_SUCCESS)
+			room = gpu_device_total_bytes();
+		cuda_replica_prefetch_learned(r, room / 2, learn_round);
 	}
 	/* and while it runs, what it faults on next */
 	if (r->paged)

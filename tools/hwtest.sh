@@ -252,6 +252,8 @@ run "protocol paged_front" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged
 # records (CUPTI, whose start-up takes device memory) wait for room, and
 # the kernels' bytes reach the file (GAIA_LOG=info says when CUPTI starts).
 run "protocol paged_full_device" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info SIMGPU_MEM_MB=64 -- "$protocol" paged_full_device
+run "protocol paged_full_device thread" "shim paged" exit "${shim_env[@]}" GAIA_BACKING=paged GAIA_LOG=info SIMGPU_MEM_MB=64 \
+	PROTOCOL_THREAD=1 -- "$protocol" paged_full_device
 # A cudaMalloc of the device's free memory and 8 MiB more, a replica to
 # give up for it.
 run "protocol demote_under_malloc" "shim auto" exit "${shim_env[@]}" GAIA_BACKING=auto SIMGPU_MEM_MB=64 -- "$protocol" demote_under_malloc

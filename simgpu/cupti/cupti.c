@@ -11,13 +11,15 @@
  * here at all.  Records are delivered by a flush only, from the flushing
  * thread.
  *
- * CUPTI's start-up (its first activity call) takes device memory of its
- * own: 12 MiB of the current context's device, what an H200 lost when the
- * unified-memory counter was turned on (docs/hardware.md).  Without room
- * it fails there as it did on the H200: that call and every later one
- * answer CUPTI_ERROR_NOT_INITIALIZED, and a kernel that then faults on
- * managed memory ends in CUDA_ERROR_ILLEGAL_ADDRESS
- * (simgpu_profiler_reserve).  Without a current context nothing is taken.
+ * CUPTI's start-up (its first configure, enable, disable or register
+ * call) takes device memory of its own: 12 MiB, what an H200 lost when
+ * the unified-memory counter was turned on (docs/hardware.md), of the
+ * current context's device, else of each device whose primary context
+ * another thread made (simgpu_profiler_reserve).  Without room it fails
+ * as it did on the H200: that call and every later configure, enable,
+ * disable or register call answer CUPTI_ERROR_NOT_INITIALIZED, and a
+ * kernel that then faults on managed memory ends in
+ * CUDA_ERROR_ILLEGAL_ADDRESS.
  */
 #include <cupti.h>
 #include <errno.h>

@@ -76,11 +76,12 @@ struct simgpu_fault {
 /* Start (on != 0) or stop recording on every device. -ENODEV before cuInit. */
 int simgpu_fault_log_enable(int on);
 /* A profiler's own device memory (libcupti's start-up): `bytes` of the
- * current context's device, kept for the process. Without room it fails
+ * current context's device (without one, of each device whose primary
+ * context is active), kept for the process. Without room it fails
  * as CUPTI's did on an H200: -ENOMEM, and from then on a kernel's fault on
  * managed memory is not served (the kernel ends in
  * CUDA_ERROR_ILLEGAL_ADDRESS, the context's sticky error), while kernels
- * reading device or registered host memory run. -ENODEV without a current
+ * reading device or registered host memory run. -ENODEV without any
  * context. */
 int simgpu_profiler_reserve(size_t bytes);
 /* Copies up to max records of `device` from *cursor (0 at first; advanced

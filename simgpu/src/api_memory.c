@@ -50,17 +50,30 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     return alloc_in(d, &d->device_mem, 0, bytesize, dptr);
 }
 
-__attribute__((visibility("default")))
-int simgpu_profiler_reserve(size_t bytes)
+/* One device's share of simgpu_profiler_reserve. */
+static int profiler_reserve_on(struct sim_device *d, size_t bytes)
 {
-    struct sim_device *d;
-    if (sim_current_device(&d) != CUDA_SUCCESS)
-        return -ENODEV;
     CUdeviceptr p;
     if (bytes == 0 || alloc_in(d, &d->device_mem, 0, bytes, &p) == CUDA_SUCCESS)
         return 0;
     __atomic_store_n(&d->sh->uvm_lost, 1, __ATOMIC_RELEASE);
     return -ENOMEM;
+}
+
+__attribute__((visibility("default")))
+int simgpu_profiler_reserve(size_t bytes)
+{
+    struct sim_device *d;
+    if (sim_current_device(&d) == CUDA_SUCCESS)
+        return profiler_reserve_on(d, bytes);
+    /* No current context on this thread: the devices whose primary
+     * context another thread made. */
+    int rc = -ENODEV;
+    for (int i = 0; __atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE) && i < sim.ndevices; i++)
+        if (__atomic_load_n(&sim.dev[i].ctx.refcount, __ATOMIC_RELAXED) > 0 &&
+            (rc == -ENODEV || rc == 0))
+            rc = profiler_reserve_on(&sim.dev[i], bytes);
+    return rc;
 }
 
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)

@@ -2050,10 +2050,12 @@ static void case_promote_touched(void)
  * the CPU's bytes reach the file, and so do those of a launch after the
  * program frees its memory. CUPTI's start-up takes device memory (12 MiB
  * on an H200, where a start without it lost the context: the next kernel
- * ended in cudaErrorIllegalAddress), so fault records wait for room. */
+ * ended in cudaErrorIllegalAddress), so fault records wait for room.
+ * PROTOCOL_THREAD=1: the launches and syncs come from a thread of their
+ * own, whose first launch finds no current context to measure by. */
+static void *paged_full_device_launches(void *arg);
 static void case_paged_full_device(void)
 {
-	const size_t bytes = 16u << 20, pages = bytes / PAGE;
 	size_t free_bytes = 0, total = 0;
 	CUDA_OK(cudaFree(0));
 	CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
@@ -2061,6 +2063,19 @@ static void case_paged_full_device(void)
 	cudaError_t e = cudaMalloc(&big, free_bytes - (4u << 20));
 	CHECK(e == cudaSuccess, "cudaMalloc of all but 4 MiB of %zu MiB free: %s", free_bytes >> 20,
 	      cudaGetErrorName(e));
+	const char *th = getenv("PROTOCOL_THREAD");
+	if (th && !strcmp(th, "1")) {
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, paged_full_device_launches, big) == 0, "pthread_create");
+		CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	} else {
+		paged_full_device_launches(big);
+	}
+}
+
+static void *paged_full_device_launches(void *big)
+{
+	const size_t bytes = 16u << 20, pages = bytes / PAGE;
 	int fd = make_file(bytes, 0);
 	unsigned char *m = map_file(fd, bytes, MAP_SHARED);
 	for (size_t p = 0; p < pages; p += 2)
@@ -2079,6 +2094,7 @@ static void case_paged_full_device(void)
 		      p % 2 ? 0 : 0x22);
 	}
 	free(got);
+	return NULL;
 }
 
 /* A CUDA array and a mapped file, as a program loading a texture from a
