@@ -202,8 +202,9 @@ void gpu_faults_want(void)
 #define CUPTI_START_ROOM ((size_t)32 << 20)
 
 /* Whether some device's primary context is active. */
-static bool any_primary_context(const struct cuda_calls *c)
+static bool any_primary_context(void)
 {
+	const struct cuda_calls *c = cuda_calls();
 	int n = 0;
 	if (!c->device_get_count || !c->primary_state || c->device_get_count(&n) != CUDA_SUCCESS)
 		return false;
@@ -217,25 +218,25 @@ static bool any_primary_context(const struct cuda_calls *c)
 }
 
 /* Why CUPTI cannot start now (the current device too full, or no way to
- * tell), or NULL. */
-static const char *no_room(void)
+ * tell), or NULL; *once: the flag that has it said once. */
+static const char *no_room(int **once)
 {
 	static char why[224];
-	size_t free_bytes = 0, total = 0;
-	const struct cuda_calls *c = cuda_calls();
-	if (!c->mem_get_info)
-		return NULL;
-	if (c->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) {
+	static int once_full, once_context;
+	size_t free_bytes = 0;
+	if (!gpu_device_free_known(&free_bytes)) {
 		/* No context on this thread: with none anywhere there is
 		 * nothing of the program's to lose; one made on another thread
 		 * (a runtime program launching from a worker) cannot be
 		 * measured from here, and the launch makes it current. */
-		return any_primary_context(c) ? "the launching thread has no current context to measure its "
-						"device's free memory by: tried again at a later launch"
-					      : NULL;
+		*once = &once_context;
+		return any_primary_context() ? "the launching thread has no current context to measure its "
+					       "device's free memory by: tried again at a later launch"
+					     : NULL;
 	}
 	if (free_bytes >= CUPTI_START_ROOM)
 		return NULL;
+	*once = &once_full;
 	snprintf(why, sizeof(why),
 		 "the device has %zu MiB free, and CUPTI's start-up takes device memory (about 12 MiB; "
 		 "without it the context is lost): tried again at a later launch",
@@ -248,11 +249,10 @@ void gpu_faults_prepare(void)
 	if (!__atomic_load_n(&wanted, __ATOMIC_ACQUIRE) || __atomic_load_n(&tried, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&start_lock);
-	const char *full = tried || gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? NULL : no_room();
+	int *once = NULL;
+	const char *full = tried || gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? NULL : no_room(&once);
 	if (full) {
-		static int once_full, once_context; /* each reason said once */
-		gaia_log_once(strncmp(full, "the launching thread", 20) ? &once_full : &once_context, GAIA_LOG_INFO,
-			      "regions paged on demand page on faults alone for now: %s", full);
+		gaia_log_once(once, GAIA_LOG_INFO, "regions paged on demand page on faults alone for now: %s", full);
 	} else if (!tried) {
 		const char *why = gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? "GAIA_GPU_FAULTS=off" : NULL;
 		if (!why) {

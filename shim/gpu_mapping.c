@@ -1315,9 +1315,8 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	 * filled it (not measured on a GPU). Without an answer: half the
 	 * device. */
 	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch)) {
-		size_t room = 0, total = 0;
-		const struct cuda_calls *calls = cuda_calls();
-		if (!calls->mem_get_info || calls->mem_get_info(&room, &total) != CUDA_SUCCESS)
+		size_t room = 0;
+		if (!gpu_device_free_known(&room))
 			room = gpu_device_total_bytes();
 		cuda_replica_prefetch_learned(r, room / 2, learn_round);
 	}

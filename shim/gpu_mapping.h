@@ -101,6 +101,9 @@ GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
 /* The current context's device's free memory in bytes (0: unknown). */
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
+/* The same, told apart from an unknown one (no current context, no
+ * driver): false then, and nothing said. */
+GAIA_HIDDEN bool gpu_device_free_known(size_t *free_bytes);
 /* The current device's memory, in bytes; 0 if the driver cannot say. */
 GAIA_HIDDEN size_t gpu_device_total_bytes(void);
 

@@ -127,6 +127,12 @@ size_t gpu_device_free_bytes(void)
 	return free_bytes;
 }
 
+bool gpu_device_free_known(size_t *free_bytes)
+{
+	size_t total = 0;
+	return drv.mem_get_info && drv.mem_get_info(free_bytes, &total) == CUDA_SUCCESS;
+}
+
 size_t gpu_device_total_bytes(void)
 {
 	size_t free_bytes = 0, total = 0;

@@ -69,10 +69,12 @@ int simgpu_profiler_reserve(size_t bytes)
     /* No current context on this thread: the devices whose primary
      * context another thread made. */
     int rc = -ENODEV;
-    for (int i = 0; __atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE) && i < sim.ndevices; i++)
-        if (__atomic_load_n(&sim.dev[i].ctx.refcount, __ATOMIC_RELAXED) > 0 &&
-            (rc == -ENODEV || rc == 0))
-            rc = profiler_reserve_on(&sim.dev[i], bytes);
+    for (int i = 0; __atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE) && i < sim.ndevices; i++) {
+        if (__atomic_load_n(&sim.dev[i].ctx.refcount, __ATOMIC_RELAXED) == 0)
+            continue;
+        if ((rc = profiler_reserve_on(&sim.dev[i], bytes)) != 0)
+            break;
+    }
     return rc;
 }
 
