@@ -28,10 +28,11 @@
 	X(readahead_hits, "pages", "pages of CPU reads served from what a read fetched ahead from a device") \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
 	X(device_dirty_pages, "pages", "pages a device wrote, found by diffing")     \
-	X(h2d_bytes, "bytes", "bytes uploaded to devices")                          \
-	X(h2d_transfers, "transfers", "upload transfers")                           \
-	X(d2h_bytes, "bytes", "bytes downloaded from devices")                      \
-	X(d2h_transfers, "transfers", "download transfers")                         \
+	X(h2d_bytes, "bytes", "bytes copied to devices")                            \
+	X(h2d_transfers, "transfers", "copies to devices")                          \
+	X(d2h_bytes, "bytes", "bytes copied from devices")                          \
+	X(d2h_transfers, "transfers", "copies from devices")                        \
+	X(paged_fill_bytes, "bytes", "bytes the CPU wrote into replicas paged on demand (mode M: not copies, so not in h2d_bytes; they reach the device at its faults and the shim's prefetches)") \
 	X(merged_pages, "pages", "pages merged (3-way) into another replica")       \
 	X(peer_read_bytes, "bytes", "bytes of CPU reads served from a device")      \
 	X(conflict_bytes, "bytes", "bytes a device wrote that a higher device wrote otherwise since both acquired, found when the lower one syncs second (its write loses)") \

@@ -435,9 +435,8 @@ void cuda_upload_staging_prepare(void)
 }
 
 /* bytes from src to dst in chunks of the GPU window, through the staging
- * when there is one; the same bytes also to the host memory at `also`
- * when given (a paged replica's base: src is read once). 0 or -errno. */
-static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool src_is_device, uint8_t *also)
+ * when there is one. 0 or -errno. */
+static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool src_is_device)
 {
 	size_t chunk = cuda_upload_chunk_bytes();
 	pthread_mutex_lock(&staging_lock);
@@ -446,18 +445,15 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 	if (i < 0) {
 		pthread_mutex_unlock(&staging_lock);
 		/* A host pointer the driver takes for device memory (vmm)
-		 * cannot be handed to it, and src is read once: bounced
-		 * through the heap. */
+		 * cannot be handed to it: bounced through the heap. */
 		size_t room = bytes < chunk ? bytes : chunk;
-		uint8_t *bounce = src_is_device || also ? malloc(room) : NULL;
-		if ((src_is_device || also) && !bounce)
+		uint8_t *bounce = src_is_device ? malloc(room) : NULL;
+		if (src_is_device && !bounce)
 			return -ENOMEM;
 		for (size_t done = 0; done < bytes && !rc; done += chunk) {
 			size_t n = bytes - done < chunk ? bytes - done : chunk;
 			if (bounce)
 				memcpy(bounce, src + done, n);
-			if (also)
-				memcpy(also + done, bounce, n);
 			rc = copy_htod(dst + done, bounce ? bounce : src + done, n, "upload");
 		}
 		free(bounce);
@@ -476,8 +472,6 @@ static int upload_staged(CUdeviceptr dst, const uint8_t *src, size_t bytes, bool
 		if (rc)
 			break;
 		memcpy(e->stage[b], src + done, n);
-		if (also)
-			memcpy(also + done, e->stage[b], n);
 		rc = CU_CHECK(drv.memcpy_htod_async(dst + done, e->stage[b], n, s), "cuMemcpyHtoDAsync (upload)");
 		/* The last chunk's buffer is covered by the wait below. */
 		bool last = done + n >= bytes;
@@ -629,26 +623,51 @@ static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, s
 {
 	uintptr_t s = (uintptr_t)src;
 	bool in_span = r->span_len && s < r->span_start + r->span_len && s + bytes > r->span_start;
-	return upload_staged(dst, src, bytes, in_span, NULL);
+	return upload_staged(dst, src, bytes, in_span);
 }
 
-/* A paged replica's base pages are written where they live, on the host
- * (a copy on the device would bring replica and base there), after the
- * shim's queued work that reads or writes them (commits, rebases). With
- * the replica's own upload when both are new (upload_staged writes the
- * staged bytes to both): the program's mapping is read once, as threads
- * may store into it between two reads (the base would then differ from
- * the replica where the device wrote nothing, and the sync would write
- * the older byte back). */
-static int base_on_host(struct cuda_replica *r, uint64_t first, const void *src, size_t bytes, bool replica_too)
+/* A replica paged on demand is written by the CPU, never by a copy: its
+ * pages reach the device at the kernels' faults and the shim's prefetches
+ * (mode M). On an H200 (docs/hardware.md, 2026-11-28) such a replica's
+ * first upload, copies from pinned memory into the managed memory with
+ * less of the device free than the region, failed with
+ * CUDA_ERROR_ILLEGAL_ADDRESS and lost the context, where the same managed
+ * buffer written by the CPU and then by a kernel ran with 3 MiB free.
+ * (Its downloads and commits stay copies: nothing failed there, and the
+ * CPU's reads would bring the device's pages home.)
+ *
+ * The CPU's bytes go into the replica and/or its base (`to`), after the
+ * shim's queued work that reads or writes them (commits, rebases). The
+ * replica's pages are brought to the host first in one prefetch (a hint:
+ * else the CPU faults on each page it writes). With both, the program's
+ * mapping is read once, into the base, and the replica copied from there:
+ * threads may store into the mapping between two reads, and a base that
+ * differed from the replica where the device wrote nothing would make the
+ * sync write the older byte back. */
+static int paged_write(struct cuda_replica *r, unsigned to, uint64_t first, const void *src, size_t bytes)
 {
 	int rc = cuda_shim_settle();
-	uint8_t *base = (uint8_t *)(uintptr_t)(r->base + first * PG);
 	if (rc)
 		return rc;
-	if (replica_too)
-		return upload_staged(addr_of(r, first), src, bytes, false, base);
-	memcpy(base, src, bytes);
+	if ((to & DEVICE_REPLICA) && drv.prefetch) {
+		CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+		CUstream s = cuda_shim_stream();
+		if (!CU_CHECK(drv.prefetch(addr_of(r, first), bytes, host, 0, s),
+			      "cuMemPrefetchAsync (a paged replica's pages to the host, a hint)"))
+			rc = CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (the shim's stream)");
+		if (rc)
+			return rc;
+	}
+	if (to & DEVICE_BASE) {
+		uint8_t *base = (uint8_t *)(uintptr_t)(r->base + first * PG);
+		memcpy(base, src, bytes);
+		src = base;
+	}
+	if (to & DEVICE_REPLICA) {
+		memcpy((uint8_t *)(uintptr_t)addr_of(r, first), src, bytes);
+		stats_add(GAIA_STAT_paged_fill_bytes, bytes);
+		r->dirty_since_prefetch = true;
+	}
 	return 0;
 }
 
@@ -658,18 +677,16 @@ static int replica_upload(void *rep, unsigned to, uint64_t first, uint64_t npage
 	r->writes++;
 	size_t bytes = npages * PG;
 	int rc = 0;
-	bool crossed = true;
-	if ((to & DEVICE_REPLICA) && (to & DEVICE_BASE) && r->paged) {
-		rc = base_on_host(r, first, src, bytes, true);
-	} else if (to & DEVICE_REPLICA) {
+	if (r->paged)
+		return paged_write(r, to, first, src, bytes);
+	if (to & DEVICE_REPLICA) {
 		rc = upload_to(r, addr_of(r, first), src, bytes);
 		if (!rc && (to & DEVICE_BASE))
 			rc = copy_dtod(r->base + first * PG, addr_of(r, first), bytes, "base copy");
 	} else if (to & DEVICE_BASE) {
-		crossed = !r->paged; /* a paged replica's base is on the host */
-		rc = r->paged ? base_on_host(r, first, src, bytes, false) : upload_to(r, r->base + first * PG, src, bytes);
+		rc = upload_to(r, r->base + first * PG, src, bytes);
 	}
-	if (!rc && crossed) {
+	if (!rc) {
 		size_t chunk = cuda_upload_chunk_bytes();
 		stats_add(GAIA_STAT_h2d_bytes, bytes);
 		stats_add(GAIA_STAT_h2d_transfers, (bytes + chunk - 1) / chunk);
