@@ -49,10 +49,14 @@
 	    "inside, from 64 KiB to 64 MiB, and the opening window ahead of the "       \
 	    "fault front while kernels run; for a region read in place (pinned), "      \
 	    "the chunks the file is read into the page cache in before its "           \
-	    "registration, each read ahead while the one before is populated")         \
+	    "registration, each read ahead while the one before is populated; for a "  \
+	    "region read through HMM, the first window read ahead into the page "      \
+	    "cache over what kernels faulted on, and ahead of the fault front, "       \
+	    "adapted as for a region paged on demand")                                 \
 	ENUM(GPU_FAULTS, gpu_faults, CUPTI,                                             \
-	     "where the shim learns what kernels fault on in regions paged on demand, " \
-	     "to prefetch those parts before the next launch: cupti = CUPTI's "         \
+	     "where the shim learns what kernels fault on in regions paged on demand " \
+	     "or read through HMM, to prefetch those parts (to the device, or into "   \
+	     "the page cache) before the next launch: cupti = CUPTI's "                 \
 	     "unified-memory GPU_PAGE_FAULT records, read at each sync that leaves "    \
 	     "the device idle and, while kernels run, every 500 us to prefetch a "      \
 	     "window ahead of each fault (GAIA_GPU_READAHEAD_KB to start, doubled "     \

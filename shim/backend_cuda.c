@@ -885,7 +885,7 @@ static int replica_diff(void *rep, uint64_t first, uint64_t npages,
 	 * to the device, evicting as it goes). */
 	if (!dk->fn || r->paged) {
 		rc = diff_on_host(r, first, npages, answer);
-		r->prefetch_due = true; /* the host's reads may have brought pages back */
+		r->learned.due = true; /* the host's reads may have brought pages back */
 	} else {
 		bool taken = take_started(r, first, npages);
 		if (!taken && first + npages > r->changed_pages) {

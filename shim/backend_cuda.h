@@ -10,6 +10,7 @@
 
 #include "device.h"
 #include "gpu.h"
+#include "gpu_learned.h"
 
 struct cuda_replica {
 	int device;
@@ -50,17 +51,10 @@ struct cuda_replica {
 	CUdeviceptr rebase_cpu;
 	uint64_t rebase_pages;
 	bool dirty_since_prefetch;
-	/* paged: what kernels faulted on (GAIA_GPU_FAULTS), per
-	 * CUDA_FAULT_UNIT the learning round of its latest fault (0: never);
-	 * prefetch_due: some of it may have left the device since its last
-	 * prefetch (a kernel faulted in the replica, the host wrote it, a
-	 * sync compared it on the host); window_pages: the next prefetch
-	 * window, whole units (GAIA_GPU_READAHEAD_KB to start,
-	 * readahead_adapt after) */
-	uint32_t *learned;
-	size_t learned_units;
-	bool prefetch_due;
-	uint32_t window_pages;
+	/* paged: what kernels faulted on (GAIA_GPU_FAULTS); due also when
+	 * some of it may have left the device since its last prefetch (the
+	 * host wrote it, a sync compared it on the host) */
+	struct learned_set learned;
 	/* paged, and made while fault records were on: the units it faulted
 	 * on since are what kernels touched of it (a unit stops faulting once
 	 * on the device, so the learned set's last rounds would not say) */
@@ -73,14 +67,6 @@ struct cuda_replica {
 
 GAIA_HIDDEN extern const struct device_ops cuda_device_ops;
 
-/* What a fault record names: the unit of a paged replica's learned set. */
-#define CUDA_FAULT_UNIT (64u << 10)
-/* A round is one full release at which kernels had faulted (counted from
- * 1); a paged replica's set is the units faulted on in its last
- * CUDA_LEARNED_ROUNDS rounds: a working set that stops faulting (being
- * prefetched) stays, one the kernels left ages out as they fault
- * elsewhere. */
-#define CUDA_LEARNED_ROUNDS 4u
 /* A paged replica learns the faults among addrs[0..n) (ascending) that
  * fall in it, in `round`; returns how many of its units are new to it.
  * Any fault in it makes its next prefetch due. */

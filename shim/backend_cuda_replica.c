@@ -140,123 +140,45 @@ void cuda_replica_prefetch(struct cuda_replica *r)
 
 size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *addrs, size_t n, uint32_t round)
 {
-	if (!r->paged || !n || !round)
-		return 0;
-	uint64_t lo = r->dptr, hi = r->dptr + r->len;
-	size_t units = (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT, fresh = 0;
-	/* the first address at or past lo */
-	size_t a = 0, b = n;
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (addrs[mid] < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	if (a == n || addrs[a] >= hi)
-		return 0;
-	if (!r->learned) {
-		r->learned = calloc(units, sizeof(*r->learned));
-		if (!r->learned)
-			return 0; /* learns nothing: pages on faults alone */
-		r->learned_units = units;
-	}
-	for (size_t i = a; i < n && addrs[i] < hi; i++) {
-		size_t u = (size_t)((addrs[i] - lo) / CUDA_FAULT_UNIT);
-		fresh += !r->learned[u];
-		r->learned[u] = round;
-	}
-	r->prefetch_due = true;
-	return fresh;
-}
-
-/* Whether unit u is in the set: faulted on in one of the last
- * CUDA_LEARNED_ROUNDS rounds up to `round`. */
-static bool in_set(const struct cuda_replica *r, uint64_t u, uint32_t round)
-{
-	return u < r->learned_units && r->learned[u] && round - r->learned[u] < CUDA_LEARNED_ROUNDS;
-}
-
-/* The pages of [first, first + n) (a prefetch window) in the set. */
-static uint64_t set_pages_in(const struct cuda_replica *r, uint64_t first, uint64_t n, uint32_t round)
-{
-	const uint64_t per_unit = CUDA_FAULT_UNIT / PG;
-	uint64_t used = 0;
-	for (uint64_t u = first / per_unit; u < r->learned_units && u * per_unit < first + n; u++)
-		if (in_set(r, u, round)) {
-			uint64_t a = u * per_unit > first ? u * per_unit : first;
-			uint64_t b = (u + 1) * per_unit < first + n ? (u + 1) * per_unit : first + n;
-			used += b - a;
-		}
-	return used;
+	return r->paged ? learned_set_learn(&r->learned, r->dptr, r->len, addrs, n, round) : 0;
 }
 
 size_t cuda_replica_touched_units(const struct cuda_replica *r)
 {
-	return r->learned ? gpu_front_touched_units(r, r->learned, r->learned_units)
-			  : gpu_front_touched_units(r, NULL, (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT);
+	return gpu_front_touched_units(r, r->learned.round_of, r->learned.round_of
+						? r->learned.units : (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT);
+}
+
+struct learned_prefetch {
+	struct cuda_replica *r;
+	CUstream stream;
+};
+
+static int prefetch_window(void *arg, uint64_t first, uint64_t npages)
+{
+	struct learned_prefetch *p = arg;
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = p->r->device};
+	/* Only a hint: a page it misses comes at its fault. */
+	return CU_CHECK(drv.prefetch(p->r->dptr + first * PG, npages * PG, loc, 0, p->stream),
+			"cuMemPrefetchAsync (learned)");
 }
 
 void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round)
 {
-	if (!r->paged || !r->learned || !drv.prefetch || !(r->prefetch_due || r->dirty_since_prefetch))
+	if (!r->paged || !r->learned.round_of || !drv.prefetch || !(r->learned.due || r->dirty_since_prefetch))
 		return;
-	const uint64_t per_unit = CUDA_FAULT_UNIT / PG, total = r->len / PG;
-	const uint32_t min_pages = (uint32_t)per_unit, max_pages = (64u << 20) / PG;
-	uint64_t budget_pages = budget ? budget / PG : total;
-	uint8_t *done = calloc(r->learned_units, 1); /* units a window covered */
-	if (!done)
-		return; /* pages on faults alone this time */
-	if (!r->window_pages) {
-		uint64_t w = cuda_upload_chunk_bytes() / PG;
-		r->window_pages = w < min_pages ? min_pages : w > max_pages ? max_pages : (uint32_t)w;
-	}
-	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = r->device};
 	struct ctx_switch c = cuda_enter_ctx(r);
-	CUstream s = cuda_shim_stream();
+	struct learned_prefetch p = {r, cuda_shim_stream()};
 	uint64_t pages = 0, windows = 0;
-	int rc = 0;
-	/* The latest round's units first: the budget goes to what kernels
-	 * touched last. Each window starts at a unit boundary and spans whole
-	 * units (but at the region's end). */
-	for (uint32_t age = 0; age < CUDA_LEARNED_ROUNDS && age < round && !rc; age++) {
-		for (uint64_t u = 0; u < r->learned_units && !rc && pages < budget_pages; u++) {
-			uint64_t first = u * per_unit;
-			if (done[u] || !r->learned[u] || round - r->learned[u] != age || first >= total)
-				continue;
-			uint64_t w = r->window_pages / per_unit * per_unit, n = w;
-			if (n > total - first)
-				n = total - first;
-			if (n > budget_pages - pages)
-				n = (budget_pages - pages) / per_unit * per_unit;
-			if (!n)
-				break;
-			/* Only a hint: a page it misses comes at its fault. */
-			rc = CU_CHECK(drv.prefetch(r->dptr + first * PG, n * PG, loc, 0, s),
-				      "cuMemPrefetchAsync (learned)");
-			if (rc)
-				break;
-			for (uint64_t v = u; v * per_unit < first + n && v < r->learned_units; v++)
-				done[v] = 1;
-			pages += n;
-			windows++;
-			if (n == w) { /* a whole window: adapt (one cut short says nothing) */
-				bool runs_on = in_set(r, (first + n) / per_unit, round);
-				uint32_t next = readahead_adapt((uint32_t)w, set_pages_in(r, first, n, round), runs_on,
-								min_pages, max_pages);
-				r->window_pages = next / (uint32_t)per_unit * (uint32_t)per_unit;
-			}
-		}
-	}
-	free(done);
+	int rc = learned_set_windows(&r->learned, r->len / PG, budget / PG, round, prefetch_window, &p, &pages,
+				     &windows);
 	if (windows && !rc)
-		(void)CU_CHECK(drv.stream_synchronize(s), "cuStreamSynchronize (after a prefetch)");
+		(void)CU_CHECK(drv.stream_synchronize(p.stream), "cuStreamSynchronize (after a prefetch)");
 	cuda_leave_ctx(c);
 	gaia_debug("device %d: %llu learned pages prefetched in %llu windows (the next starts at %u pages)",
-		   r->device, (unsigned long long)pages, (unsigned long long)windows, r->window_pages);
+		   r->device, (unsigned long long)pages, (unsigned long long)windows, r->learned.window_pages);
 	stats_add(GAIA_STAT_readahead_pages, pages);
 	stats_add(GAIA_STAT_prefetch_windows, windows);
-	r->prefetch_due = false;
 	r->dirty_since_prefetch = false;
 }
 
@@ -271,7 +193,7 @@ void cuda_replica_destroy(struct cuda_replica *r)
 	cuda_replica_settle_diffs(r);
 	gpu_front_forget(r); /* and its prefetches ahead of the fault front */
 	free(r->started);
-	free(r->learned);
+	learned_set_free(&r->learned);
 	if (r->changed)
 		(void)CU_FREE(drv.mem_free(r->changed), "cuMemFree (freeing device memory)");
 	if (r->gather_buf)

@@ -1,10 +1,12 @@
-/* Where kernels fault on replicas paged on demand (mode M), learned through
+/* Where kernels fault on replicas paged on demand (mode M) and on regions
+ * read through HMM (mode H), learned through
  * CUPTI's unified-memory counter GPU_PAGE_FAULT (research/gpu_ondemand.md
  * §3.4): one activity record per faulting page, with its address, taken
  * at each full release by a forced flush. The simulated GPU ships a
  * libcupti.so.13 that reports its own faults the same way.
  *
- * CUPTI is loaded and enabled only once a region pages on demand (enabling
+ * CUPTI is loaded and enabled only once a region pages on demand or is
+ * read through HMM (enabling
  * unified-memory profiling costs the program's own managed memory too),
  * from outside the shim's locks (the library's start-up may call the
  * driver), and never with GAIA_GPU_FAULTS=off (a profiler such as nsys or
@@ -252,7 +254,7 @@ void gpu_faults_prepare(void)
 	int *once = NULL;
 	const char *full = tried || gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? NULL : no_room(&once);
 	if (full) {
-		gaia_log_once(once, GAIA_LOG_INFO, "regions paged on demand page on faults alone for now: %s", full);
+		gaia_log_once(once, GAIA_LOG_INFO, "regions paged on demand or read through HMM page on faults alone for now: %s", full);
 	} else if (!tried) {
 		const char *why = gaia_config()->gpu_faults == GAIA_GPU_FAULTS_OFF ? "GAIA_GPU_FAULTS=off" : NULL;
 		if (!why) {
@@ -261,10 +263,10 @@ void gpu_faults_prepare(void)
 			gaia_in_shim--;
 		}
 		if (why)
-			gaia_info("regions paged on demand page on faults alone, nothing is prefetched "
-				  "for them: %s", why);
+			gaia_info("regions paged on demand or read through HMM page on faults alone, nothing is "
+				  "brought ahead for them: %s", why);
 		else
-			gaia_info("learning where kernels fault on regions paged on demand (CUPTI "
+			gaia_info("learning where kernels fault on regions paged on demand or read through HMM (CUPTI "
 				  "unified-memory GPU_PAGE_FAULT records)");
 		__atomic_store_n(&on, why ? 0 : 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&tried, 1, __ATOMIC_RELEASE);
@@ -345,7 +347,7 @@ void gpu_faults_prepare(void)
 {
 	static int once;
 	if (__atomic_load_n(&wanted, __ATOMIC_ACQUIRE) && gaia_config()->gpu_faults != GAIA_GPU_FAULTS_OFF)
-		gaia_log_once(&once, GAIA_LOG_INFO, "regions paged on demand page on faults alone: the shim "
+		gaia_log_once(&once, GAIA_LOG_INFO, "regions paged on demand or read through HMM page on faults alone: the shim "
 			      "was built without CUPTI's headers");
 }
 

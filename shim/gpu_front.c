@@ -24,6 +24,14 @@
  * its pages may come back), and an epoch prefetches at most a quarter of
  * the device's memory per region (more would push out what kernels use).
  *
+ * A region read through HMM (mode H) has a front too, over its file: its
+ * pages fault on the device whatever the page cache holds (nothing moves
+ * them to the device), so a window is read ahead into the page cache
+ * (WILLNEED, from the front's thread: the kernel's faults then find the
+ * pages, not the disk), and every unit a kernel touches faults, the
+ * holes too (they are read ahead with the rest). Its budget and largest
+ * window are the machine's memory where a replica's are the device's.
+ *
  * A full release on a device (gpu_front_pause) stops the prefetching for
  * that device's regions until their next launch; a thread that finds no
  * new record for 100 ms reads less often, up to every 20 ms.
@@ -45,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cudaTypedefs.h>
 
@@ -62,12 +71,16 @@
 #define FRONT_POLL_US 500   /* a 64 KiB fault costs tens of microseconds on a GPU */
 
 struct front {
-	const struct cuda_replica *key;
-	CUdeviceptr dptr;
+	const void *key;           /* the replica (M) or the mapping (H) */
+	CUdeviceptr dptr;          /* where kernels reach it */
 	size_t len, units;
-	CUcontext ctx;
+	CUcontext ctx;             /* NULL: read through HMM */
+	int fd;                    /* H: the file, and the offset of dptr in it */
+	uint64_t file_offset;
 	int device;
-	size_t device_bytes;       /* the device's memory (0: unknown), asked once */
+	/* the memory windows go to (0: unknown), asked once: the device's
+	 * (M), the machine's (H: the page cache) */
+	size_t device_bytes;
 	uint8_t *fetched;          /* per unit: prefetched this epoch */
 	uint8_t *ever;             /* per unit: in a window kernels read through, some epoch */
 	uint64_t budget_units;     /* what the epoch may still prefetch */
@@ -199,7 +212,7 @@ static CUstream stream_of(CUcontext ctx)
  * have skipped it), or a new one in place of the one unused longest; NULL
  * when u is inside a front's last window (a prefetch in flight, or a
  * record from before it was made). */
-static unsigned front_for(struct front *f, uint64_t u, bool *go_on)
+static unsigned front_for(struct front *f, uint64_t u, bool may_start, bool *go_on)
 {
 	unsigned oldest = 0;
 	f->clock++;
@@ -221,6 +234,8 @@ static unsigned front_for(struct front *f, uint64_t u, bool *go_on)
 		if (f->fronts[i].used < f->fronts[oldest].used)
 			oldest = i;
 	}
+	if (!may_start)
+		return 0; /* *go_on false */
 	start_front(f, &f->fronts[oldest].ra);
 	f->fronts[oldest].used = f->clock;
 	f->fronts[oldest].nholes = f->fronts[oldest].hole_hits = 0;
@@ -243,10 +258,14 @@ static bool is_hole(const uint64_t *holes, unsigned n, uint64_t u)
 static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 {
 	uint64_t first = 0;
-	if (f->fetched[u])
-		return 0; /* a record from before its window came, or a prefetch it beat */
+	/* A replica's unit fetched faults only with a record from before its
+	 * window came, or one the prefetch was too late for; under HMM every
+	 * touched unit does (its holes' faults count). Neither starts a
+	 * front. */
+	if (f->fetched[u] && f->ctx)
+		return 0;
 	bool go_on;
-	unsigned slot = front_for(f, u, &go_on);
+	unsigned slot = front_for(f, u, !f->fetched[u], &go_on);
 	if (!go_on)
 		return 0; /* inside a window in flight */
 	struct readahead *ra = &f->fronts[slot].ra;
@@ -269,10 +288,11 @@ static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 		for (unsigned h = 1; h <= FRONT_HOLES; h++)
 			holes[f->fronts[slot].nholes++] = first + (uint64_t)n * h / (FRONT_HOLES + 1) + 1;
 	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = f->device};
-	CUstream s = stream_of(f->ctx);
+	CUstream s = f->ctx ? stream_of(f->ctx) : NULL;
 	uint64_t pages = 0;
-	const unsigned nholes = f->fronts[slot].nholes;
-	for (uint64_t a = first; s && a < first + n;) {
+	/* H reads the holes ahead too: they fault anyway. */
+	const unsigned nholes = f->ctx ? f->fronts[slot].nholes : 0;
+	for (uint64_t a = first; (s || !f->ctx) && a < first + n;) {
 		if (f->fetched[a] || is_hole(holes, nholes, a)) {
 			a++;
 			continue;
@@ -284,7 +304,9 @@ static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 		if (off + bytes > f->len)
 			bytes = f->len - off;
 		/* Only a hint: a page it misses comes at its fault. */
-		if (CU_CHECK(drv.prefetch(f->dptr + off, bytes, loc, 0, s), "cuMemPrefetchAsync (the fault front)"))
+		if (!f->ctx)
+			gpu_file_read_ahead(f->fd, f->file_offset + off, bytes);
+		else if (CU_CHECK(drv.prefetch(f->dptr + off, bytes, loc, 0, s), "cuMemPrefetchAsync (the fault front)"))
 			break;
 		memset(f->fetched + a, 1, b - a);
 		f->budget_units -= b - a;
@@ -312,7 +334,7 @@ static void pass(const uint64_t *addrs, size_t n)
 			if (addrs[i] < f->dptr || addrs[i] >= f->dptr + f->len || !f->budget_units ||
 			    !(active & bit_of(f->device)))
 				continue;
-			if (f->ctx != cur) {
+			if (f->ctx && f->ctx != cur) {
 				if (CU_CHECK(drv.ctx_set_current(f->ctx), "cuCtxSetCurrent (the fault front)"))
 					break;
 				cur = f->ctx;
@@ -367,25 +389,22 @@ static void *front_loop(void *arg)
 	return NULL;
 }
 
-void gpu_front_watch(struct cuda_replica *r)
+/* Watches key's front (made on its first watch, from `proto`) on its
+ * device from this launch on. */
+static void watch(const struct front *proto)
 {
-	if (!r->paged || !r->ctx || !drv.prefetch || !drv.stream_create || !drv.ctx_set_current ||
-	    !gpu_faults_front())
-		return;
 	lock_from_outside();
 	struct front *f = NULL;
 	for (unsigned k = 0; k < nfronts && !f; k++)
-		if (fronts[k].key == r)
+		if (fronts[k].key == proto->key)
 			f = &fronts[k];
 	if (!f && nfronts < FRONT_MAX) {
-		size_t units = (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT;
-		uint8_t *fetched = calloc(units, 1), *ever = calloc(units, 1);
+		uint8_t *fetched = calloc(proto->units, 1), *ever = calloc(proto->units, 1);
 		if (fetched && ever) {
 			f = &fronts[nfronts++];
-			*f = (struct front){.key = r, .dptr = r->dptr, .len = r->len, .units = units,
-					    .ctx = r->ctx, .device = r->device, .fetched = fetched, .ever = ever,
-					    /* the launching thread's device is r's */
-					    .device_bytes = gpu_device_total_bytes()};
+			*f = *proto;
+			f->fetched = fetched;
+			f->ever = ever;
 			reset(f);
 		} else {
 			free(fetched);
@@ -396,12 +415,35 @@ void gpu_front_watch(struct cuda_replica *r)
 	if (start)
 		started = gaia_thread_start(front_loop, NULL) == 0;
 	if (f && started) {
-		active |= bit_of(r->device);
+		active |= bit_of(f->device);
 		pthread_cond_broadcast(&front_cv);
 	}
 	pthread_mutex_unlock(&front_lock);
 	if (start && !started)
 		gaia_info("no prefetch ahead of the fault front: its thread did not start");
+}
+
+void gpu_front_watch(struct cuda_replica *r)
+{
+	if (!r->paged || !r->ctx || !drv.prefetch || !drv.stream_create || !drv.ctx_set_current ||
+	    !gpu_faults_front())
+		return;
+	/* the launching thread's device is r's */
+	struct front proto = {.key = r, .dptr = r->dptr, .len = r->len,
+			      .units = (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT, .ctx = r->ctx, .fd = -1,
+			      .device = r->device, .device_bytes = gpu_device_total_bytes()};
+	watch(&proto);
+}
+
+void gpu_front_watch_hmm(const void *key, uintptr_t start, size_t len, int fd, uint64_t offset, int dev)
+{
+	if (fd < 0 || !gpu_faults_front())
+		return;
+	long phys = sysconf(_SC_PHYS_PAGES);
+	struct front proto = {.key = key, .dptr = start, .len = len,
+			      .units = (len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT, .fd = fd, .file_offset = offset,
+			      .device = dev, .device_bytes = phys > 0 ? (size_t)phys * PG : 0};
+	watch(&proto);
 }
 
 /* Waits for what was queued on the front's streams; front_lock held. */
@@ -426,11 +468,11 @@ void gpu_front_pause(int dev)
 	pthread_mutex_unlock(&front_lock);
 }
 
-void gpu_front_forget(const struct cuda_replica *r)
+void gpu_front_forget(const void *key)
 {
 	lock_from_outside();
 	for (unsigned k = 0; k < nfronts; k++)
-		if (fronts[k].key == r) {
+		if (fronts[k].key == key) {
 			free(fronts[k].fetched);
 			free(fronts[k].ever);
 			fronts[k] = fronts[--nfronts];

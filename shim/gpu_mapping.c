@@ -314,13 +314,15 @@ static int read_in_place(struct gaia_mapping *m, int dev, enum in_place how, con
 		m->pinned_counted = true;
 		stats_add(hmm ? GAIA_STAT_host_regions : GAIA_STAT_pinned_regions, 1);
 	}
-	if (hmm)
+	if (hmm) {
+		gpu_faults_want(); /* where its kernels fault is read ahead */
 		gaia_info("%s: device %d reads it in place through HMM, %zu KiB (its own page tables reach the "
 			  "page cache; nothing registered, pinned or uploaded): %s",
 			  m->path, dev, m->len / 1024, why);
-	else
+	} else {
 		gaia_info("%s: device %d reads it in place from the page cache, %zu KiB (a read-only "
 			  "registration; nothing uploaded): %s", m->path, dev, m->len / 1024, why);
+	}
 	return LRC_IN_PLACE;
 }
 
@@ -826,10 +828,13 @@ void gpu_mappings_learn(void)
 	size_t fresh = 0;
 	mapping_lock_take();
 	learn_round++;
-	for (struct gaia_mapping *m = mappings; m; m = m->next)
+	for (struct gaia_mapping *m = mappings; m; m = m->next) {
 		for (int dev = 0; dev < TSVT_MAX_DEVICES; dev++)
 			if (m->replicas[dev])
 				fresh += cuda_replica_learn(m->replicas[dev], addrs, n, learn_round);
+		if (m->pinned_hmm)
+			fresh += learned_set_learn(&m->hmm_learned, m->start, m->len, addrs, n, learn_round);
+	}
 	mapping_lock_give();
 	free(addrs);
 	stats_add(GAIA_STAT_fault_units, fresh);
@@ -1294,6 +1299,13 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	struct gaia_mapping *m = region;
 	struct cuda_replica *r = m->replicas[dev];
 	if (!r) {
+		/* Through HMM: what kernels faulted on comes into the page
+		 * cache first. */
+		if (m->pinned_hmm) {
+			gpu_hmm_read_ahead_learned(m, learn_round);
+			/* and while it runs, what it faults on next */
+			gpu_front_watch_hmm(m, m->start, m->len, m->fd, (uint64_t)m->offset, dev);
+		}
 		/* Read in place: at the address the driver gave it there. */
 		if (m->pinned_dptr[dev] && m->pinned_dptr[dev] != m->start)
 			translate_live(c, m, m->pinned_dptr[dev]);
@@ -1314,7 +1326,7 @@ static void host_launched(void *ctx, void *region, int dev, int moved)
 	 * side, down to nothing once a region larger than the device has
 	 * filled it (not measured on a GPU). Without an answer: half the
 	 * device. */
-	if (r->paged && r->learned && (r->prefetch_due || r->dirty_since_prefetch)) {
+	if (r->paged && r->learned.round_of && (r->learned.due || r->dirty_since_prefetch)) {
 		size_t room = 0;
 		if (!gpu_device_free_known(&room))
 			room = gpu_device_total_bytes();

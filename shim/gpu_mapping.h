@@ -99,6 +99,10 @@ GAIA_HIDDEN int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm);
 GAIA_HIDDEN void gpu_pinned_unregister(struct gaia_mapping *m);
 /* In a forked child: the parent's registration is not this process's. */
 GAIA_HIDDEN void gpu_pinned_after_fork(struct gaia_mapping *m);
+/* Before a launch on m read through HMM: the units its kernels faulted
+ * on (as of `round`), when learned since, read ahead into the page cache
+ * in windows (gpu_pinned.c). */
+GAIA_HIDDEN void gpu_hmm_read_ahead_learned(struct gaia_mapping *m, uint32_t round);
 /* The current context's device's free memory in bytes (0: unknown). */
 GAIA_HIDDEN size_t gpu_device_free_bytes(void);
 /* The same, told apart from an unknown one (no current context, no
@@ -136,8 +140,16 @@ GAIA_HIDDEN bool gpu_faults_front(void);
  * returns. */
 struct cuda_replica;
 GAIA_HIDDEN void gpu_front_watch(struct cuda_replica *r);
+/* watch_hmm: the same for a region read through HMM on dev (key: its
+ * mapping), at [start, start + len), offset bytes into the file fd: a
+ * window is read ahead into the page cache. forget takes either key. */
+GAIA_HIDDEN void gpu_front_watch_hmm(const void *key, uintptr_t start, size_t len, int fd, uint64_t offset, int dev);
 GAIA_HIDDEN void gpu_front_pause(int dev);
-GAIA_HIDDEN void gpu_front_forget(const struct cuda_replica *r);
+GAIA_HIDDEN void gpu_front_forget(const void *key);
+/* Reads [offset, offset + n) of fd ahead into the page cache
+ * (POSIX_FADV_WILLNEED, in pieces the kernel reads whole; not waited
+ * for). */
+GAIA_HIDDEN void gpu_file_read_ahead(int fd, uint64_t offset, size_t n);
 /* Units of r kernels faulted on (learned, one of `units` per unit, or
  * NULL) or that lie in a window prefetched ahead of the fault front that
  * a kernel read through (it faulted on the window's holes): a unit the

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -152,11 +153,16 @@ size_t gpu_device_total_bytes(void)
  * ends this, and the registration meets what remains. */
 #define WILLNEED_PIECE (128u << 10)
 
-static void read_ahead(const struct gaia_mapping *m, size_t at, size_t n)
+void gpu_file_read_ahead(int fd, uint64_t offset, size_t n)
 {
 	for (size_t done = 0; done < n; done += WILLNEED_PIECE)
-		(void)posix_fadvise(m->fd, (off_t)(m->offset + at + done),
-				    (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE), POSIX_FADV_WILLNEED);
+		(void)posix_fadvise(fd, (off_t)(offset + done), (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE),
+				    POSIX_FADV_WILLNEED);
+}
+
+static void read_ahead(const struct gaia_mapping *m, size_t at, size_t n)
+{
+	gpu_file_read_ahead(m->fd, (uint64_t)m->offset + at, n);
 }
 
 static void populate_in_chunks(const struct gaia_mapping *m)
@@ -182,6 +188,37 @@ static void populate_in_chunks(const struct gaia_mapping *m)
 	}
 	stats_add(GAIA_STAT_populate_chunks, chunks);
 	stats_add(GAIA_STAT_readahead_pages, done / PG);
+}
+
+/* A region read through HMM (mode H): where kernels faulted on it comes
+ * into the page cache before the next launch, so that their faults there
+ * find the pages (research/gpu_ondemand.md §4.3: page-cache misses leave
+ * the GPU's fault path). Read ahead (WILLNEED: the launch does not wait
+ * for the disk), in windows of GAIA_GPU_READAHEAD_KB that grow where the
+ * set runs on and shrink where it is sparse (learned_set_windows), at
+ * most a quarter of the machine's memory at a launch. */
+static int read_ahead_window(void *arg, uint64_t first, uint64_t npages)
+{
+	const struct gaia_mapping *m = arg;
+	size_t at = first * PG, n = npages * PG;
+	if (at < m->len)
+		read_ahead(m, at, n < m->len - at ? n : m->len - at);
+	return 0;
+}
+
+void gpu_hmm_read_ahead_learned(struct gaia_mapping *m, uint32_t round)
+{
+	if (!m->pinned_hmm || !m->hmm_learned.round_of || !m->hmm_learned.due || m->fd < 0)
+		return;
+	long phys = sysconf(_SC_PHYS_PAGES);
+	uint64_t pages = 0, windows = 0;
+	(void)learned_set_windows(&m->hmm_learned, (m->len + PG - 1) / PG, phys > 0 ? (uint64_t)phys / 4 : 0, round,
+				  read_ahead_window, m, &pages, &windows);
+	gaia_debug("%s: %llu pages kernels faulted on through HMM read ahead in %llu windows (the next starts at "
+		   "%u pages)", m->path, (unsigned long long)pages, (unsigned long long)windows,
+		   m->hmm_learned.window_pages);
+	stats_add(GAIA_STAT_readahead_pages, pages);
+	stats_add(GAIA_STAT_prefetch_windows, windows);
 }
 
 int gpu_pinned_register(struct gaia_mapping *m, int dev, bool hmm)
@@ -235,6 +272,8 @@ void gpu_pinned_unregister(struct gaia_mapping *m)
 {
 	if (!m->pinned)
 		return;
+	if (m->pinned_hmm)
+		gpu_front_forget(m); /* nothing more is read ahead for it */
 	if (!m->pinned_hmm) {
 		struct cuda_replica as = {.ctx = m->pinned_ctx};
 		struct ctx_switch c = cuda_enter_ctx(&as);
@@ -247,6 +286,7 @@ void gpu_pinned_unregister(struct gaia_mapping *m)
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
 	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));
+	learned_set_free(&m->hmm_learned);
 }
 
 void gpu_pinned_after_fork(struct gaia_mapping *m)
@@ -258,4 +298,5 @@ void gpu_pinned_after_fork(struct gaia_mapping *m)
 	m->pinned_ctx = NULL;
 	memset(m->pinned_dptr, 0, sizeof(m->pinned_dptr));
 	memset(m->pinned_dev_ctx, 0, sizeof(m->pinned_dev_ctx));
+	learned_set_free(&m->hmm_learned);
 }

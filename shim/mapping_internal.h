@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "device.h"
+#include "gpu_learned.h"
 #include "lrc.h"
 #include "sharedtab.h"
 #include "shim.h"
@@ -48,6 +49,9 @@ struct gaia_mapping {
 	/* Read in place through HMM instead (mode H; gpu_pinned.c): nothing
 	 * registered, pinned_dptr[d] is the program's address. */
 	bool pinned_hmm;
+	/* Read through HMM: the units kernels faulted on (learned at syncs),
+	 * read ahead into the page cache before launches (gpu_pinned.c). */
+	struct learned_set hmm_learned;
 	/* The shim's write tracking was taken off the range for HMM (a
 	 * device faults on an armed range; the mapping has no PROT_WRITE, so
 	 * nothing goes unseen): armed again before it can be written or get a

@@ -350,11 +350,12 @@ struct host_vma {
     char perms[5];
     char path[1024];
     bool uffd;
+    bool rand_read, seq_read;   /* madvise MADV_RANDOM / MADV_SEQUENTIAL (VmFlags rr / sr) */
 };
 
 /* The mapping holding addr in `file` (a maps or smaps file), read as a
  * stream into the caller's buffers; with `flags`, also whether userfaultfd
- * watches it (smaps' VmFlags). */
+ * watches it and its access hints (smaps' VmFlags). */
 static bool vma_of(const char *file, uintptr_t addr, bool flags, struct host_vma *v, char *chunk, size_t chunk_size,
                    char *line, size_t line_size)
 {
@@ -381,6 +382,8 @@ static bool vma_of(const char *file, uintptr_t addr, bool flags, struct host_vma
                     while (fe > fl && fe[-1] == ' ')
                         fe--;
                     v->uffd = has_flag(fl, fe, "um") || has_flag(fl, fe, "uw") || has_flag(fl, fe, "ui");
+                    v->rand_read = has_flag(fl, fe, "rr");
+                    v->seq_read = has_flag(fl, fe, "sr");
                     done = true;
                 }
                 continue;
@@ -390,7 +393,7 @@ static bool vma_of(const char *file, uintptr_t addr, bool flags, struct host_vma
                        &v->ino, &path_at) >= 7 && addr >= v->lo && addr < v->hi) {
                 found = true;
                 done = !flags;
-                v->uffd = false;
+                v->uffd = v->rand_read = v->seq_read = false;
                 snprintf(v->path, sizeof(v->path), "%s", path_at ? line + path_at : "");
             }
         }
@@ -442,6 +445,10 @@ static int hmm_discover(uintptr_t addr)
     close(fd);
     if (m == MAP_FAILED)
         return HMM_FAILED;
+    /* A GPU's faults through HMM go through the program's own mapping,
+     * and the page cache reads around them (or not) as its hints say. */
+    if (v.rand_read || v.seq_read)
+        (void)madvise(m, v.hi - v.lo, v.rand_read ? MADV_RANDOM : MADV_SEQUENTIAL);
     uint64_t dev, ino;
     bool same = own_map_identity(v.lo, &dev, &ino, hmm_chunk, sizeof(hmm_chunk), hmm_line, sizeof(hmm_line)) &&
                 dev == makedev(v.maj, v.min) && ino == v.ino;
@@ -501,11 +508,17 @@ bool sim_hostmem_device_fault(struct sim_device *d, uintptr_t addr, bool write)
     if (!r || (write && !(r->prot & PROT_WRITE)))
         return false;
     uintptr_t page = addr & ~(uintptr_t)(pg - 1);
+    uint64_t start_ns = r->hmm ? sim_uvm_clock_ns() : 0;
     if (mprotect((void *)page, pg, write ? PROT_READ | PROT_WRITE : PROT_READ) < 0)
         return false;
     __atomic_store_n(&r->opened, 1, __ATOMIC_RELAXED);
     struct sim_bus_slot t = sim_bus_reserve_access(d, write ? SIMGPU_BUS_DTOH : SIMGPU_BUS_HTOD, pg);
     sim_bus_wait_until(t.end_ns);
+    /* A page reached through HMM faults on a GPU too (a registration's
+     * pages are mapped for the device and never do): the profiling
+     * interface reports it. */
+    if (r->hmm)
+        sim_uvm_log_host_fault(d, page, write, start_ns);
     return true;
 }
 

@@ -314,6 +314,12 @@ void sim_uvm_start_device(struct sim_device *d);   /* in the device process */
 bool sim_uvm_device_fault(struct sim_device *d, uintptr_t addr, void *ucontext);
 /* The device fault log read by the profiling interface (simgpu_fault_log_*). */
 void sim_uvm_fault_log_enable(struct sim_device *d, bool on);
+/* Device process: a kernel's fault on a page of host memory it reaches
+ * through HMM (hostmem.c), logged as a managed block's fault is (the
+ * GPU's fault path serves both through the same blocks); start_ns from
+ * sim_uvm_clock_ns.  Async-signal-safe. */
+void sim_uvm_log_host_fault(struct sim_device *d, uintptr_t page, bool write, uint64_t start_ns);
+uint64_t sim_uvm_clock_ns(void);
 unsigned sim_uvm_fault_log_read(struct sim_device *d, uint64_t *cursor, struct simgpu_fault *out,
                                 unsigned max, uint64_t *dropped);
 /* Host: cuMemAdvise SET/UNSET_READ_MOSTLY. */

@@ -340,22 +340,38 @@ static enum simgpu_bus_dir inbound(void)
     return my_side == SIDE_DEVICE ? SIMGPU_BUS_HTOD : SIMGPU_BUS_DTOH;
 }
 
-/* Device: a fault that migrated block b, for the profiling interface.
- * Async-signal-safe (atomics and clock_gettime). */
-static void log_fault(struct sim_device *d, uint64_t b, bool write, uint64_t start_ns)
+/* Device: a fault at addr, for the profiling interface.  Async-signal-safe
+ * (atomics and clock_gettime). */
+static void log_fault_at(struct sim_device *d, uint64_t addr, bool write, uint64_t start_ns)
 {
     struct sim_uvm *u = d->uvm;
-    if (!__atomic_load_n(&u->fault_log_on, __ATOMIC_RELAXED))
+    if (!u || !__atomic_load_n(&u->fault_log_on, __ATOMIC_RELAXED))
         return;
     uint64_t i = __atomic_fetch_add(&u->fault_next, 1, __ATOMIC_RELAXED);
     struct fault_rec *r = &u->fault_log[i % FAULT_LOG_SLOTS];
     /* each field a release store: none is seen before seq's 0 */
     __atomic_store_n(&r->seq, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&r->addr, (uint64_t)(uintptr_t)block_addr(d, b), __ATOMIC_RELEASE);
+    __atomic_store_n(&r->addr, addr, __ATOMIC_RELEASE);
     __atomic_store_n(&r->start_ns, start_ns, __ATOMIC_RELEASE);
     __atomic_store_n(&r->end_ns, clock_ns(), __ATOMIC_RELEASE);
     __atomic_store_n(&r->access, write ? 2u : 1u, __ATOMIC_RELEASE);
     __atomic_store_n(&r->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+/* A fault that migrated block b. */
+static void log_fault(struct sim_device *d, uint64_t b, bool write, uint64_t start_ns)
+{
+    log_fault_at(d, (uint64_t)(uintptr_t)block_addr(d, b), write, start_ns);
+}
+
+uint64_t sim_uvm_clock_ns(void)
+{
+    return clock_ns();
+}
+
+void sim_uvm_log_host_fault(struct sim_device *d, uintptr_t page, bool write, uint64_t start_ns)
+{
+    log_fault_at(d, (uint64_t)page, write, start_ns);
 }
 
 /* Make block b resident on this side: exclusively for a write, as a

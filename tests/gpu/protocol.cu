@@ -1571,6 +1571,180 @@ static void case_paged_learns(void)
 	      (unsigned long long)(t2 - t1), kb ? kb : "2048", windows);
 }
 
+/* A read-only region read through HMM (GAIA_BACKING=host, a device with
+ * HMM): what its kernels faulted on comes into the page cache before the
+ * next launch (mode H's window). A kernel reads units 0-7, 100, 200, 202
+ * and 204 of a 16 MiB file, twice (fault records start after the first
+ * launch: the second one's are learned); the file leaves the page cache;
+ * a launch whose kernel reads none of it brings every learned unit back,
+ * and the first window, from unit 0, is GAIA_GPU_READAHEAD_KB doubling
+ * while the learned run fills it: it ends where the policy says. */
+/* A named file of `bytes` zeros, as HMM maps it (removed at exit). */
+static int make_named_file(size_t bytes)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	int slot = sparse_paths[0][0] ? 1 : 0;
+	if (!sparse_paths[0][0] && !sparse_paths[1][0])
+		atexit(remove_sparse_files);
+	snprintf(sparse_paths[slot], sizeof(sparse_paths[slot]), "%s/gaia-gpu-protocol-XXXXXX", dir);
+	int fd = mkstemp(sparse_paths[slot]);
+	CHECK(fd >= 0, "mkstemp %s: %s", sparse_paths[slot], strerror(errno));
+	CHECK(ftruncate(fd, (off_t)bytes) == 0, "ftruncate: %s", strerror(errno));
+	return fd;
+}
+
+/* The file's pages out of the page cache (clean: MADV_PAGEOUT and
+ * POSIX_FADV_DONTNEED); the case skips if some stay. */
+static void page_out_or_skip(const unsigned char *m, int fd, size_t bytes)
+{
+	CHECK(madvise((void *)m, bytes, MADV_PAGEOUT) == 0, "madvise(MADV_PAGEOUT): %s", strerror(errno));
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	unsigned char vec[256];
+	for (size_t at = 0; at < bytes; at += sizeof(vec) * PAGE) {
+		size_t n = bytes - at < sizeof(vec) * PAGE ? bytes - at : sizeof(vec) * PAGE;
+		CHECK(mincore((void *)(m + at), n, vec) == 0, "mincore: %s", strerror(errno));
+		for (size_t i = 0; i < n / PAGE; i++)
+			if (vec[i] & 1) {
+				printf("skip: page %zu stayed in the page cache after MADV_PAGEOUT\n", at / PAGE + i);
+				exit(77);
+			}
+	}
+}
+
+static bool unit_resident(const unsigned char *m, unsigned u)
+{
+	unsigned char vec[16];
+	CHECK(mincore((void *)(m + (size_t)u * (64 << 10)), 64 << 10, vec) == 0, "mincore: %s", strerror(errno));
+	for (int i = 0; i < 16; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+static void case_hmm_learns(void)
+{
+	enum { UNITS = 256, UNIT = 64 << 10, N = 12, RUN = 8 };
+	const size_t bytes = (size_t)UNITS * UNIT;
+	static const unsigned units[N] = {0, 1, 2, 3, 4, 5, 6, 7, 100, 200, 202, 204};
+	unsigned long long at[N];
+	int fd = make_named_file(bytes);
+	for (unsigned i = 0; i < N; i++) {
+		at[i] = (unsigned long long)units[i] * UNIT + 300 + i;
+		unsigned char v = (unsigned char)(11 + i);
+		CHECK(pwrite(fd, &v, 1, (off_t)at[i]) == 1, "pwrite: %s", strerror(errno));
+	}
+	CHECK(fsync(fd) == 0, "fsync: %s", strerror(errno));
+	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	unsigned long long *d_at;
+	unsigned char *d_out, got[N];
+	CUDA_OK(cudaMalloc((void **)&d_at, sizeof(at)));
+	CUDA_OK(cudaMalloc((void **)&d_out, N));
+	CUDA_OK(cudaMemcpy(d_at, at, sizeof(at), cudaMemcpyHostToDevice));
+	for (int round = 0; round < 2; round++) {
+		SIMGPU_LAUNCH(gather_bytes, 1, 32, 0, 0)(m, d_at, d_out, N);
+		CUDA_OK(cudaGetLastError());
+		CUDA_OK(cudaDeviceSynchronize());
+		CUDA_OK(cudaMemcpy(got, d_out, N, cudaMemcpyDeviceToHost));
+		for (unsigned i = 0; i < N; i++)
+			CHECK(got[i] == (unsigned char)(11 + i), "launch %d: a kernel read byte %llu as %u, the file has %u",
+			      round + 1, at[i], got[i], (unsigned char)(11 + i));
+	}
+	page_out_or_skip(m, fd, bytes);
+	/* A launch on the region whose kernel reads nothing of it. */
+	SIMGPU_LAUNCH(gather_bytes, 1, 32, 0, 0)(m, d_at, d_out, 0);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	/* Read ahead, not waited for: the reads land soon after. */
+	bool all = false;
+	for (int tries = 0; tries < 200 && !all; tries++) {
+		all = true;
+		for (unsigned i = 0; i < N && all; i++)
+			all = unit_resident(m, units[i]);
+		if (!all)
+			usleep(10000);
+	}
+	for (unsigned i = 0; i < N; i++)
+		CHECK(unit_resident(m, units[i]), "unit %u, where kernels faulted, is not in the page cache after the "
+		      "next launch", units[i]);
+	/* The first window: the knob's units from unit 0, doubling while
+	 * the learned run fills a window and goes on past it. */
+	const char *kb = getenv("GAIA_GPU_READAHEAD_KB");
+	unsigned w = (unsigned)((kb ? strtoull(kb, NULL, 10) : 2048) / 64), s0 = 0;
+	if (w < 1)
+		w = 1;
+	while (s0 + w < RUN) {
+		s0 += w;
+		w *= 2;
+	}
+	unsigned end = s0 + w - 1;
+	CHECK(unit_resident(m, end), "unit %u, the end of the first window from %s KiB, is not in the page cache",
+	      end, kb ? kb : "2048");
+	CHECK(!unit_resident(m, end + 1), "unit %u, past the end of the first window from %s KiB, is in the page "
+	      "cache", end + 1, kb ? kb : "2048");
+	CUDA_OK(cudaFree(d_at));
+	CUDA_OK(cudaFree(d_out));
+}
+
+/* A read-only 16 MiB region read through HMM, out of the page cache, read
+ * by one kernel a 64 KiB unit per block in order over its first 64 units
+ * (400 us a block): with GAIA_GPU_FAULTS=cupti a thread reads the fault
+ * records while it runs and reads the file ahead of them into the page
+ * cache, so units past the last one it read are there after it; with
+ * learn none is (the mapping is MADV_RANDOM: the page cache reads
+ * nothing around the kernel's faults).
+ * Every sum is the file's either way. */
+static void case_hmm_front(void)
+{
+	enum { UNITS = 256, UNIT = 64 << 10, READ = 64 };
+	const size_t bytes = (size_t)UNITS * UNIT;
+	int fd = make_named_file(bytes);
+	unsigned char *buf = (unsigned char *)malloc(bytes);
+	for (size_t i = 0; i < bytes; i++)
+		buf[i] = (unsigned char)(i * 2654435761u >> 13);
+	CHECK(pwrite(fd, buf, bytes, 0) == (ssize_t)bytes, "pwrite: %s", strerror(errno));
+	CHECK(fsync(fd) == 0, "fsync: %s", strerror(errno));
+	const unsigned char *m = map_file_prot(fd, bytes, PROT_READ, MAP_SHARED);
+	/* No read-around by the page cache at the kernel's faults (HMM faults
+	 * through this mapping): what comes ahead is the shim's. */
+	CHECK(madvise((void *)m, bytes, MADV_RANDOM) == 0, "madvise(MADV_RANDOM): %s", strerror(errno));
+	unsigned long long *out, got[READ];
+	CUDA_OK(cudaMalloc((void **)&out, sizeof(got)));
+	/* The first launch reads it through HMM and turns fault records on
+	 * for the next. */
+	SIMGPU_LAUNCH(read_units, 1, 32, 0, 0)(m, out, 0ll);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	page_out_or_skip(m, fd, bytes);
+	SIMGPU_LAUNCH(read_units, READ, 32, 0, 0)(m, out, 400000ll);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
+	for (unsigned b = 0; b < READ; b++) {
+		unsigned long long want = 0;
+		for (unsigned k = 0; k < 16; k++)
+			want += buf[(size_t)b * UNIT + k * 4096 + b % 4096];
+		CHECK(got[b] == want, "unit %u: the kernel summed %llu, the file's bytes make %llu", b, got[b], want);
+	}
+	CUDA_OK(cudaFree(out));
+	free(buf);
+	/* Read ahead, not waited for: give the reads time to land. */
+	unsigned ahead = 0;
+	for (int tries = 0; tries < 100; tries++) {
+		ahead = 0;
+		for (unsigned u = READ; u < UNITS; u++)
+			ahead += unit_resident(m, u);
+		if (ahead)
+			break;
+		usleep(10000);
+	}
+	printf("units past the kernel's last one in the page cache after it: %u\n", ahead);
+	const char *mode = getenv("GAIA_GPU_FAULTS");
+	if (mode && (!strcmp(mode, "learn") || !strcmp(mode, "off")))
+		CHECK(ahead == 0, "GAIA_GPU_FAULTS=%s: %u units past the kernel's last one were read ahead", mode, ahead);
+	else
+		CHECK(ahead > 0, "nothing past the kernel's last unit was read ahead of its faults");
+}
+
 /* A read-only 32 MiB region paged on demand (GAIA_BACKING=paged; a device
  * of 256 MiB, of which the front may fetch a quarter an epoch), read by
  * one kernel a 64 KiB unit per block, in order, 200 us a block (asleep:
@@ -2893,6 +3067,10 @@ int main(int argc, char **argv)
 		case_upload_chunks();
 	else if (!strcmp(c, "paged_sparse"))
 		case_paged_sparse();
+	else if (!strcmp(c, "hmm_front"))
+		case_hmm_front();
+	else if (!strcmp(c, "hmm_learns"))
+		case_hmm_learns();
 	else if (!strcmp(c, "paged_learns"))
 		case_paged_learns();
 	else if (!strcmp(c, "paged_phases"))
