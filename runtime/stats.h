@@ -20,10 +20,10 @@
 	X(demoted_replicas, "replicas", "device replicas given up for a program allocation that found no device memory (the region pages on demand from its next launch)") \
 	X(promoted_replicas, "replicas", "replicas paged on demand given up at a sync because a whole one fits again (the next launch makes it)") \
 	X(paged_replicas, "replicas", "device replicas in managed memory paged on demand (mode M: may exceed device memory; base copies on the host)") \
-	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB), or prefetched to a device ahead of a launch (regions paged on demand, GAIA_GPU_READAHEAD_KB), or read into the page cache ahead of a launch (regions read through HMM, GAIA_GPU_READAHEAD_KB), or populated before a registration (regions read in place)") \
+	X(readahead_pages, "pages", "pages populated ahead of a CPU access, or fetched from a device ahead of a CPU read (GAIA_READAHEAD_KB), or prefetched to a device ahead of a launch (regions paged on demand, GAIA_GPU_READAHEAD_KB), or asked to be read into the page cache ahead of a launch or of the fault front (regions read through HMM, GAIA_GPU_READAHEAD_KB; pages already there count too), or populated before a registration (regions read in place)") \
 	X(fault_units, "units", "64 KiB units of regions paged on demand or read through HMM where kernels faulted, learned at syncs (GAIA_GPU_FAULTS)") \
 	X(prefetch_windows, "windows", "windows of what kernels faulted on brought before a launch: prefetched to the device (regions paged on demand) or read into the page cache (regions read through HMM)") \
-	X(front_windows, "windows", "prefetches ahead of where kernels fault, made while they run (regions paged on demand, GAIA_GPU_FAULTS=cupti)") \
+	X(front_windows, "windows", "windows ahead of where kernels fault, brought while they run: prefetched to the device (regions paged on demand) or read into the page cache (regions read through HMM); GAIA_GPU_FAULTS=cupti") \
 	X(populate_chunks, "chunks", "chunks of a region read in place populated from the file before its registration (GAIA_GPU_READAHEAD_KB each, the next one read ahead meanwhile)") \
 	X(readahead_hits, "pages", "pages of CPU reads served from what a read fetched ahead from a device") \
 	X(cpu_dirty_pages, "pages", "pages the CPU wrote, collected at releases")   \
@@ -32,7 +32,7 @@
 	X(h2d_transfers, "transfers", "copies to devices")                          \
 	X(d2h_bytes, "bytes", "bytes copied from devices")                          \
 	X(d2h_transfers, "transfers", "copies from devices")                        \
-	X(paged_fill_bytes, "bytes", "bytes the CPU wrote into replicas paged on demand (mode M: not copies, so not in h2d_bytes; they reach the device at its faults and the shim's prefetches)") \
+	X(paged_fill_bytes, "bytes", "bytes the CPU wrote into replicas paged on demand (mode M: not copies, so not in h2d_bytes; they reach the device at its faults and the shim's prefetches; a launch's rebase on the device is counted in h2d_bytes)") \
 	X(merged_pages, "pages", "pages merged (3-way) into another replica")       \
 	X(peer_read_bytes, "bytes", "bytes of CPU reads served from a device")      \
 	X(conflict_bytes, "bytes", "bytes a device wrote that a higher device wrote otherwise since both acquired, found when the lower one syncs second (its write loses)") \

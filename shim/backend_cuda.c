@@ -626,9 +626,11 @@ static int upload_to(struct cuda_replica *r, CUdeviceptr dst, const void *src, s
 	return upload_staged(dst, src, bytes, in_span);
 }
 
-/* A replica paged on demand is written by the CPU, never by a copy: its
- * pages reach the device at the kernels' faults and the shim's prefetches
- * (mode M). On an H200 (docs/hardware.md, 2026-11-28) such a replica's
+/* A replica paged on demand is written by the CPU, never by a copy into
+ * it: its pages reach the device at the kernels' faults and the shim's
+ * prefetches (mode M). (A launch's rebase on the device copies the CPU's
+ * bytes into a buffer of device memory, and its kernel writes them into
+ * the replica.) On an H200 (docs/hardware.md, 2026-11-28) such a replica's
  * first upload, copies from pinned memory into the managed memory with
  * less of the device free than the region, failed with
  * CUDA_ERROR_ILLEGAL_ADDRESS and lost the context, where the same managed

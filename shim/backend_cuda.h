@@ -74,7 +74,7 @@ GAIA_HIDDEN size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *ad
 /* Before a launch: a paged replica's set (as of `round`), when its
  * prefetch is due, is prefetched to its device in windows
  * (readahead_adapt), the latest round's units first, at most budget bytes
- * (0: no cap); waited for. */
+ * (0: none); waited for. */
 GAIA_HIDDEN void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32_t round);
 /* How many of a paged replica's units kernels faulted on since it was
  * made, or read through in a window the fault front's prefetch brought

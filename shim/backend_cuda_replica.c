@@ -170,8 +170,8 @@ void cuda_replica_prefetch_learned(struct cuda_replica *r, size_t budget, uint32
 	struct ctx_switch c = cuda_enter_ctx(r);
 	struct learned_prefetch p = {r, cuda_shim_stream()};
 	uint64_t pages = 0, windows = 0;
-	int rc = learned_set_windows(&r->learned, r->len / PG, budget / PG, round, prefetch_window, &p, &pages,
-				     &windows);
+	int rc = learned_set_windows(&r->learned, r->len / PG, budget / PG, round, cuda_upload_chunk_bytes(),
+				     prefetch_window, &p, &pages, &windows);
 	if (windows && !rc)
 		(void)CU_CHECK(drv.stream_synchronize(p.stream), "cuStreamSynchronize (after a prefetch)");
 	cuda_leave_ctx(c);

@@ -24,20 +24,31 @@
  * its pages may come back), and an epoch prefetches at most a quarter of
  * the device's memory per region (more would push out what kernels use).
  *
- * A region read through HMM (mode H) has a front too, over its file: its
- * pages fault on the device whatever the page cache holds (nothing moves
- * them to the device), so a window is read ahead into the page cache
- * (WILLNEED, from the front's thread: the kernel's faults then find the
- * pages, not the disk), and every unit a kernel touches faults, the
- * holes too (they are read ahead with the rest). Its budget and largest
- * window are the machine's memory where a replica's are the device's.
+ * A region read through HMM (mode H) has a front too, over its file and
+ * per device: its pages fault on the device whatever the page cache holds
+ * (nothing moves them to the device), so a window is read ahead into the
+ * page cache (the kernel's faults then find the pages, not the disk), and
+ * every unit a kernel touches faults, the holes too (they are read ahead
+ * with the rest). Its budget and largest window are the machine's memory
+ * where a replica's are the device's. An H front that saw no fault in an
+ * epoch goes at its end (its region's next launch makes it again).
+ *
+ * Reading ahead (POSIX_FADV_WILLNEED) allocates page cache and may wait
+ * for memory and for the disk's queue, so it is never done under a lock:
+ * windows (the front's, and the learned ones a launch reads ahead for a
+ * region read through HMM) are queued to a reader thread of their own,
+ * which asks for them 128 KiB at a time (what the kernel reads of one
+ * request) without ahead_lock. Forgetting a key drops its queued windows
+ * and waits for the piece being read (the file descriptor stays open
+ * until then).
  *
  * A full release on a device (gpu_front_pause) stops the prefetching for
  * that device's regions until their next launch; a thread that finds no
  * new record for 100 ms reads less often, up to every 20 ms.
  *
- * Locks: front_lock is a leaf but for the driver and CUPTI (whose buffer
- * callbacks take only gpu_faults.c's leaf): the thread holds it across
+ * Locks: front_lock is a leaf but for the driver, CUPTI (whose buffer
+ * callbacks take only gpu_faults.c's leaf) and ahead_lock (a leaf, taken
+ * under it and alone): the thread holds it across
  * its reads of the records and its prefetch calls, so that
  * gpu_front_forget, which takes it, returns only once no prefetch of the
  * replica can still be issued (it then waits for the stream), and a pause
@@ -48,6 +59,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -112,6 +124,93 @@ static struct {
 } streams[FRONT_STREAMS];
 static unsigned nstreams;
 
+/* --- the reader of windows ahead into the page cache --- */
+
+#define AHEAD_QUEUE 1024 /* windows queued at once; more are dropped (hints) */
+#define AHEAD_PIECE (128u << 10)
+
+struct ahead {
+	const void *key;
+	int fd;
+	uint64_t offset, len;
+};
+
+static pthread_mutex_t ahead_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ahead_cv = PTHREAD_COND_INITIALIZER;      /* a window queued */
+static pthread_cond_t ahead_done_cv = PTHREAD_COND_INITIALIZER; /* a piece read */
+static struct ahead ahead_queue[AHEAD_QUEUE];
+static unsigned ahead_head, ahead_count;
+static const void *ahead_busy;   /* the key of the window being read, or NULL */
+static int ahead_cancel;         /* atomic: stop the window being read */
+static bool ahead_started;
+
+static void *ahead_loop(void *arg)
+{
+	(void)arg;
+	gaia_in_shim++; /* for good: this thread is the shim's */
+	pthread_mutex_lock(&ahead_lock);
+	for (;;) {
+		while (!ahead_count)
+			pthread_cond_wait(&ahead_cv, &ahead_lock);
+		struct ahead a = ahead_queue[ahead_head];
+		ahead_head = (ahead_head + 1) % AHEAD_QUEUE;
+		ahead_count--;
+		ahead_busy = a.key;
+		__atomic_store_n(&ahead_cancel, 0, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&ahead_lock);
+		for (uint64_t done = 0; done < a.len && !__atomic_load_n(&ahead_cancel, __ATOMIC_RELAXED);
+		     done += AHEAD_PIECE)
+			(void)posix_fadvise(a.fd, (off_t)(a.offset + done),
+					    (off_t)(a.len - done < AHEAD_PIECE ? a.len - done : AHEAD_PIECE),
+					    POSIX_FADV_WILLNEED);
+		pthread_mutex_lock(&ahead_lock);
+		ahead_busy = NULL;
+		pthread_cond_broadcast(&ahead_done_cv);
+	}
+	return NULL;
+}
+
+bool gpu_file_ahead(const void *key, int fd, uint64_t offset, size_t len)
+{
+	if (fd < 0 || !len)
+		return false;
+	pthread_mutex_lock(&ahead_lock);
+	if (!ahead_started) {
+		ahead_started = gaia_thread_start(ahead_loop, NULL) == 0;
+		if (!ahead_started) {
+			static int once;
+			gaia_log_once(&once, GAIA_LOG_INFO, "nothing is read ahead for regions read through HMM: "
+				      "the reading thread did not start");
+		}
+	}
+	bool queued = ahead_started && ahead_count < AHEAD_QUEUE;
+	if (queued) {
+		ahead_queue[(ahead_head + ahead_count) % AHEAD_QUEUE] = (struct ahead){key, fd, offset, len};
+		ahead_count++;
+		pthread_cond_signal(&ahead_cv);
+	}
+	pthread_mutex_unlock(&ahead_lock);
+	return queued;
+}
+
+/* Drops key's queued windows and waits for the piece of one being read. */
+static void ahead_forget(const void *key)
+{
+	pthread_mutex_lock(&ahead_lock);
+	unsigned kept = 0;
+	for (unsigned i = 0; i < ahead_count; i++) {
+		struct ahead a = ahead_queue[(ahead_head + i) % AHEAD_QUEUE];
+		if (a.key != key)
+			ahead_queue[(ahead_head + kept++) % AHEAD_QUEUE] = a;
+	}
+	ahead_count = kept;
+	if (ahead_busy == key)
+		__atomic_store_n(&ahead_cancel, 1, __ATOMIC_RELAXED);
+	while (ahead_busy == key)
+		pthread_cond_wait(&ahead_done_cv, &ahead_lock);
+	pthread_mutex_unlock(&ahead_lock);
+}
+
 static uint64_t bit_of(int device)
 {
 	return device >= 0 && device < 64 ? 1ull << device : 0;
@@ -131,6 +230,7 @@ static bool held_for_fork; /* by the forking thread, from gpu_front_before_fork 
 void gpu_front_before_fork(void)
 {
 	lock_from_outside();
+	pthread_mutex_lock(&ahead_lock);
 	held_for_fork = true;
 }
 
@@ -139,9 +239,19 @@ void gpu_front_after_fork(bool child)
 	bool held = held_for_fork;
 	held_for_fork = false;
 	if (!child) {
+		if (held)
+			pthread_mutex_unlock(&ahead_lock);
 		pthread_mutex_unlock(&front_lock);
 		return;
 	}
+	/* No reader thread in the child, nothing queued: the parent's
+	 * windows are the parent's to read. */
+	pthread_mutex_init(&ahead_lock, NULL);
+	pthread_cond_init(&ahead_cv, NULL);
+	pthread_cond_init(&ahead_done_cv, NULL);
+	ahead_head = ahead_count = 0;
+	ahead_busy = NULL;
+	ahead_started = false;
 	/* Only the forking thread exists in the child: no front thread, and
 	 * the parent's streams are not the child's. The lock is this
 	 * thread's, or (a fork the shim made itself) may be the gone
@@ -305,7 +415,7 @@ static uint64_t advance(struct front *f, uint64_t u, uint64_t *windows)
 			bytes = f->len - off;
 		/* Only a hint: a page it misses comes at its fault. */
 		if (!f->ctx)
-			gpu_file_read_ahead(f->fd, f->file_offset + off, bytes);
+			(void)gpu_file_ahead(f->key, f->fd, f->file_offset + off, bytes);
 		else if (CU_CHECK(drv.prefetch(f->dptr + off, bytes, loc, 0, s), "cuMemPrefetchAsync (the fault front)"))
 			break;
 		memset(f->fetched + a, 1, b - a);
@@ -396,7 +506,7 @@ static void watch(const struct front *proto)
 	lock_from_outside();
 	struct front *f = NULL;
 	for (unsigned k = 0; k < nfronts && !f; k++)
-		if (fronts[k].key == proto->key)
+		if (fronts[k].key == proto->key && fronts[k].device == proto->device)
 			f = &fronts[k];
 	if (!f && nfronts < FRONT_MAX) {
 		uint8_t *fetched = calloc(proto->units, 1), *ever = calloc(proto->units, 1);
@@ -439,11 +549,18 @@ void gpu_front_watch_hmm(const void *key, uintptr_t start, size_t len, int fd, u
 {
 	if (fd < 0 || !gpu_faults_front())
 		return;
-	long phys = sysconf(_SC_PHYS_PAGES);
+	long phys = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 	struct front proto = {.key = key, .dptr = start, .len = len,
 			      .units = (len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT, .fd = fd, .file_offset = offset,
-			      .device = dev, .device_bytes = phys > 0 ? (size_t)phys * PG : 0};
+			      .device = dev, .device_bytes = phys > 0 && psize > 0 ? (size_t)phys * (size_t)psize : 0};
 	watch(&proto);
+}
+
+static void remove_front(unsigned k)
+{
+	free(fronts[k].fetched);
+	free(fronts[k].ever);
+	fronts[k] = fronts[--nfronts];
 }
 
 /* Waits for what was queued on the front's streams; front_lock held. */
@@ -458,10 +575,16 @@ void gpu_front_pause(int dev)
 	lock_from_outside();
 	if (nfronts) {
 		active &= ~bit_of(dev);
-		for (unsigned k = 0; k < nfronts; k++) {
+		for (unsigned k = 0; k < nfronts;) {
 			struct front *f = &fronts[k];
-			if (f->device == dev)
+			if (f->device != dev) {
+				k++;
+			} else if (!f->ctx && !f->clock) {
+				remove_front(k); /* read through HMM, no fault this epoch */
+			} else {
 				reset(f);
+				k++;
+			}
 		}
 		drain_locked();
 	}
@@ -471,15 +594,19 @@ void gpu_front_pause(int dev)
 void gpu_front_forget(const void *key)
 {
 	lock_from_outside();
-	for (unsigned k = 0; k < nfronts; k++)
+	bool any = false;
+	for (unsigned k = 0; k < nfronts;) {
 		if (fronts[k].key == key) {
-			free(fronts[k].fetched);
-			free(fronts[k].ever);
-			fronts[k] = fronts[--nfronts];
-			drain_locked();
-			break;
+			any = any || fronts[k].ctx;
+			remove_front(k);
+		} else {
+			k++;
 		}
+	}
+	if (any)
+		drain_locked();
 	pthread_mutex_unlock(&front_lock);
+	ahead_forget(key); /* after: the front thread queues none of key's now */
 }
 
 size_t gpu_front_touched_units(const struct cuda_replica *r, const uint32_t *learned, size_t units)

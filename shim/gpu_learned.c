@@ -2,9 +2,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "backend_cuda_internal.h"
 #include "gpu_learned.h"
 #include "readahead.h"
+
+#define PG GAIA_PAGE
 
 size_t learned_set_learn(struct learned_set *s, uint64_t lo, uint64_t len, const uint64_t *addrs, size_t n,
 			 uint32_t round)
@@ -61,20 +62,22 @@ static uint64_t set_pages_in(const struct learned_set *s, uint64_t first, uint64
 }
 
 int learned_set_windows(struct learned_set *s, uint64_t total_pages, uint64_t budget_pages, uint32_t round,
-			int (*bring)(void *arg, uint64_t first, uint64_t npages), void *arg, uint64_t *pages,
-			uint64_t *windows)
+			uint64_t first_window_bytes, int (*bring)(void *arg, uint64_t first, uint64_t npages), void *arg,
+			uint64_t *pages, uint64_t *windows)
 {
 	if (!s->round_of)
 		return 0;
 	const uint64_t per_unit = CUDA_FAULT_UNIT / PG;
 	const uint32_t min_pages = (uint32_t)per_unit, max_pages = (64u << 20) / PG;
-	if (!budget_pages)
-		budget_pages = total_pages;
+	if (budget_pages < per_unit) {
+		s->due = false; /* no room for a window: the next learning asks again */
+		return 0;
+	}
 	uint8_t *done = calloc(s->units, 1); /* units a window covered */
 	if (!done)
 		return -ENOMEM;
 	if (!s->window_pages) {
-		uint64_t w = cuda_upload_chunk_bytes() / PG;
+		uint64_t w = first_window_bytes / PG;
 		s->window_pages = w < min_pages ? min_pages : w > max_pages ? max_pages : (uint32_t)w;
 	}
 	uint64_t brought = 0;

@@ -1,7 +1,8 @@
 /* Where kernels faulted on a region, learned from fault records at syncs
  * (gpu_faults.c), and the windows that bring it back ahead of the next
  * launch: a replica paged on demand prefetches them to its device (mode
- * M), a region read through HMM populates them in the page cache (mode H).
+ * M), a region read through HMM reads them ahead into the page cache (mode
+ * H).
  * The set is per 64 KiB unit, the learning round of the unit's latest
  * fault (a round is one full release at which kernels had faulted). Not
  * locked: the caller holds the mapping lock. */
@@ -40,15 +41,18 @@ GAIA_HIDDEN size_t learned_set_learn(struct learned_set *s, uint64_t lo, uint64_
 /* Whether unit u is in the set as of `round`. */
 GAIA_HIDDEN bool learned_set_has(const struct learned_set *s, uint64_t u, uint32_t round);
 /* The set's windows over a region of total_pages, the latest round's
- * units first, at most budget_pages (0: no cap): each starts at a unit
- * and spans the window (whole units; the region's end cuts the last), a
- * whole one adapting the window (readahead_adapt: doubled where the set
+ * units first, at most budget_pages (LEARNED_NO_CAP: no cap; less than a
+ * unit: none): each starts at a unit
+ * and spans the window (first_window_bytes, GAIA_GPU_READAHEAD_KB, the
+ * first time; whole units; the region's end cuts the last), a whole one
+ * adapting the window (readahead_adapt: doubled where the set
  * runs on past it, halved where it used less than half). bring(arg, first
  * page, pages) brings one, 0 or -errno (the first error ends it). Adds
  * what was brought to *pages and *windows; clears `due`. */
+#define LEARNED_NO_CAP UINT64_MAX
 GAIA_HIDDEN int learned_set_windows(struct learned_set *s, uint64_t total_pages, uint64_t budget_pages, uint32_t round,
-				    int (*bring)(void *arg, uint64_t first, uint64_t npages), void *arg,
-				    uint64_t *pages, uint64_t *windows);
+				    uint64_t first_window_bytes, int (*bring)(void *arg, uint64_t first, uint64_t npages),
+				    void *arg, uint64_t *pages, uint64_t *windows);
 GAIA_HIDDEN void learned_set_free(struct learned_set *s);
 
 #endif

@@ -146,10 +146,11 @@ GAIA_HIDDEN void gpu_front_watch(struct cuda_replica *r);
 GAIA_HIDDEN void gpu_front_watch_hmm(const void *key, uintptr_t start, size_t len, int fd, uint64_t offset, int dev);
 GAIA_HIDDEN void gpu_front_pause(int dev);
 GAIA_HIDDEN void gpu_front_forget(const void *key);
-/* Reads [offset, offset + n) of fd ahead into the page cache
- * (POSIX_FADV_WILLNEED, in pieces the kernel reads whole; not waited
- * for). */
-GAIA_HIDDEN void gpu_file_read_ahead(int fd, uint64_t offset, size_t n);
+/* Queues [offset, offset + n) of fd, for key, to be read ahead into the
+ * page cache by the shim's reader thread (POSIX_FADV_WILLNEED, outside
+ * every lock; not waited for); false when it cannot be (the queue is
+ * full, no thread). fd stays open until gpu_front_forget(key) returns. */
+GAIA_HIDDEN bool gpu_file_ahead(const void *key, int fd, uint64_t offset, size_t n);
 /* Units of r kernels faulted on (learned, one of `units` per unit, or
  * NULL) or that lie in a window prefetched ahead of the fault front that
  * a kernel read through (it faulted on the window's holes): a unit the

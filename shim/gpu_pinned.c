@@ -30,7 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "backend_cuda_internal.h"
 #include "gpu_mapping.h"
@@ -153,16 +152,11 @@ size_t gpu_device_total_bytes(void)
  * ends this, and the registration meets what remains. */
 #define WILLNEED_PIECE (128u << 10)
 
-void gpu_file_read_ahead(int fd, uint64_t offset, size_t n)
-{
-	for (size_t done = 0; done < n; done += WILLNEED_PIECE)
-		(void)posix_fadvise(fd, (off_t)(offset + done), (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE),
-				    POSIX_FADV_WILLNEED);
-}
-
 static void read_ahead(const struct gaia_mapping *m, size_t at, size_t n)
 {
-	gpu_file_read_ahead(m->fd, (uint64_t)m->offset + at, n);
+	for (size_t done = 0; done < n; done += WILLNEED_PIECE)
+		(void)posix_fadvise(m->fd, (off_t)(m->offset + at + done),
+				    (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE), POSIX_FADV_WILLNEED);
 }
 
 static void populate_in_chunks(const struct gaia_mapping *m)
@@ -193,16 +187,17 @@ static void populate_in_chunks(const struct gaia_mapping *m)
 /* A region read through HMM (mode H): where kernels faulted on it comes
  * into the page cache before the next launch, so that their faults there
  * find the pages (research/gpu_ondemand.md §4.3: page-cache misses leave
- * the GPU's fault path). Read ahead (WILLNEED: the launch does not wait
- * for the disk), in windows of GAIA_GPU_READAHEAD_KB that grow where the
- * set runs on and shrink where it is sparse (learned_set_windows), at
- * most a quarter of the machine's memory at a launch. */
+ * the GPU's fault path). In windows of GAIA_GPU_READAHEAD_KB that grow
+ * where the set runs on and shrink where it is sparse
+ * (learned_set_windows), at most a quarter of the machine's memory at a
+ * launch, queued to the reader thread (gpu_file_ahead: the launch does
+ * not wait for the disk, nor does anything under the mapping lock). */
 static int read_ahead_window(void *arg, uint64_t first, uint64_t npages)
 {
 	const struct gaia_mapping *m = arg;
 	size_t at = first * PG, n = npages * PG;
-	if (at < m->len)
-		read_ahead(m, at, n < m->len - at ? n : m->len - at);
+	if (at < m->len && !gpu_file_ahead(m, m->fd, (uint64_t)m->offset + at, n < m->len - at ? n : m->len - at))
+		return -EAGAIN; /* the queue is full: the rest waits for the next launch */
 	return 0;
 }
 
@@ -210,11 +205,12 @@ void gpu_hmm_read_ahead_learned(struct gaia_mapping *m, uint32_t round)
 {
 	if (!m->pinned_hmm || !m->hmm_learned.round_of || !m->hmm_learned.due || m->fd < 0)
 		return;
-	long phys = sysconf(_SC_PHYS_PAGES);
+	long phys = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t budget = phys > 0 && psize > 0 ? (uint64_t)phys * (uint64_t)psize / 4 / PG : LEARNED_NO_CAP;
 	uint64_t pages = 0, windows = 0;
-	(void)learned_set_windows(&m->hmm_learned, (m->len + PG - 1) / PG, phys > 0 ? (uint64_t)phys / 4 : 0, round,
+	(void)learned_set_windows(&m->hmm_learned, (m->len + PG - 1) / PG, budget, round, cuda_upload_chunk_bytes(),
 				  read_ahead_window, m, &pages, &windows);
-	gaia_debug("%s: %llu pages kernels faulted on through HMM read ahead in %llu windows (the next starts at "
+	gaia_debug("%s: %llu pages kernels faulted on through HMM asked ahead in %llu windows (the next starts at "
 		   "%u pages)", m->path, (unsigned long long)pages, (unsigned long long)windows,
 		   m->hmm_learned.window_pages);
 	stats_add(GAIA_STAT_readahead_pages, pages);

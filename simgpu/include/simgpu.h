@@ -66,7 +66,7 @@ int simgpu_stats_get(int device, struct simgpu_stats *out);
 /* The device's managed-memory faults, one record per faulting 64 KiB block
  * that migrated to the device: what CUPTI's unified-memory GPU_PAGE_FAULT
  * counter reports on a real GPU (the simulator's libcupti.so reads them
- * here).  Recorded only while enabled, in a ring of 8192 per device. */
+ * here).  Recorded only while enabled, in a ring of 65536 per device. */
 struct simgpu_fault {
     uint64_t address;           /* first byte of the faulting block */
     uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC: the fault was serviced in between */

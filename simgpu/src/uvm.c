@@ -69,7 +69,7 @@ struct fault_rec {
     uint32_t access;        /* 1 read, 2 write (CUPTI's access types) */
     uint32_t pad;
 };
-#define FAULT_LOG_SLOTS 8192u
+#define FAULT_LOG_SLOTS 65536u /* a kernel reading 256 MiB through HMM between syncs: a record a page */
 
 struct sim_uvm {
     uint64_t nblocks;

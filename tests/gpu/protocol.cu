@@ -1687,7 +1687,7 @@ static void case_hmm_learns(void)
 
 /* A read-only 16 MiB region read through HMM, out of the page cache, read
  * by one kernel a 64 KiB unit per block in order over its first 64 units
- * (400 us a block): with GAIA_GPU_FAULTS=cupti a thread reads the fault
+ * (1 ms a block): with GAIA_GPU_FAULTS=cupti a thread reads the fault
  * records while it runs and reads the file ahead of them into the page
  * cache, so units past the last one it read are there after it; with
  * learn none is (the mapping is MADV_RANDOM: the page cache reads
@@ -1715,7 +1715,7 @@ static void case_hmm_front(void)
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
 	page_out_or_skip(m, fd, bytes);
-	SIMGPU_LAUNCH(read_units, READ, 32, 0, 0)(m, out, 400000ll);
+	SIMGPU_LAUNCH(read_units, READ, 32, 0, 0)(m, out, 1000000ll);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
