@@ -1685,6 +1685,17 @@ static void case_hmm_learns(void)
 	CUDA_OK(cudaFree(d_out));
 }
 
+/* What read_units summed for units [0, n) of a file holding buf. */
+static void check_unit_sums(const unsigned long long *got, const unsigned char *buf, unsigned n)
+{
+	for (unsigned b = 0; b < n; b++) {
+		unsigned long long want = 0;
+		for (unsigned k = 0; k < 16; k++)
+			want += buf[(size_t)b * (64 << 10) + k * 4096 + b % 4096];
+		CHECK(got[b] == want, "unit %u: the kernel summed %llu, the file's bytes make %llu", b, got[b], want);
+	}
+}
+
 /* A read-only 16 MiB region read through HMM, out of the page cache, read
  * by one kernel a 64 KiB unit per block in order over its first 64 units
  * (1 ms a block): with GAIA_GPU_FAULTS=cupti a thread reads the fault
@@ -1719,12 +1730,7 @@ static void case_hmm_front(void)
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
-	for (unsigned b = 0; b < READ; b++) {
-		unsigned long long want = 0;
-		for (unsigned k = 0; k < 16; k++)
-			want += buf[(size_t)b * UNIT + k * 4096 + b % 4096];
-		CHECK(got[b] == want, "unit %u: the kernel summed %llu, the file's bytes make %llu", b, got[b], want);
-	}
+	check_unit_sums(got, buf, READ);
 	CUDA_OK(cudaFree(out));
 	free(buf);
 	/* Read ahead, not waited for: give the reads time to land. */
@@ -1806,12 +1812,7 @@ static void case_paged_front(void)
 	CUDA_OK(cudaDeviceSynchronize());
 	uvm_counts(&f1, &t1);
 	CUDA_OK(cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost));
-	for (unsigned b = 0; b < UNITS; b++) {
-		unsigned long long want = 0;
-		for (unsigned k = 0; k < 16; k++)
-			want += buf[(size_t)b * UNIT + k * 4096 + b % 4096];
-		CHECK(got[b] == want, "unit %u: the kernel summed %llu, the file's bytes make %llu", b, got[b], want);
-	}
+	check_unit_sums(got, buf, UNITS);
 	CUDA_OK(cudaFree(out));
 	free(buf);
 	if (!bytes_counted("faults and prefetches of a region paged on demand read in order"))
