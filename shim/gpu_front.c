@@ -245,8 +245,12 @@ void gpu_front_after_fork(bool child)
 		return;
 	}
 	/* No reader thread in the child, nothing queued: the parent's
-	 * windows are the parent's to read. */
-	pthread_mutex_init(&ahead_lock, NULL);
+	 * windows are the parent's to read. The lock is this thread's as
+	 * front_lock is (the reader never holds it across a fork). */
+	if (held)
+		pthread_mutex_unlock(&ahead_lock);
+	else
+		pthread_mutex_init(&ahead_lock, NULL);
 	pthread_cond_init(&ahead_cv, NULL);
 	pthread_cond_init(&ahead_done_cv, NULL);
 	ahead_head = ahead_count = 0;
