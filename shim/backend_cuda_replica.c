@@ -145,8 +145,7 @@ size_t cuda_replica_learn(struct cuda_replica *r, const uint64_t *addrs, size_t 
 
 size_t cuda_replica_touched_units(const struct cuda_replica *r)
 {
-	return gpu_front_touched_units(r, r->learned.round_of, r->learned.round_of
-						? r->learned.units : (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT);
+	return gpu_front_touched_units(r, r->learned.round_of, (r->len + CUDA_FAULT_UNIT - 1) / CUDA_FAULT_UNIT);
 }
 
 struct learned_prefetch {

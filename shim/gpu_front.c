@@ -127,6 +127,8 @@ static unsigned nstreams;
 /* --- the reader of windows ahead into the page cache --- */
 
 #define AHEAD_QUEUE 1024 /* windows queued at once; more are dropped (hints) */
+/* What one WILLNEED reads at most: the device's readahead maximum (128
+ * KiB by default), so a window is asked for in pieces of that size. */
 #define AHEAD_PIECE (128u << 10)
 
 struct ahead {
@@ -144,6 +146,13 @@ static const void *ahead_busy;   /* the key of the window being read, or NULL */
 static int ahead_cancel;         /* atomic: stop the window being read */
 static bool ahead_started;
 
+void gpu_file_willneed(int fd, uint64_t offset, uint64_t len, const int *stop)
+{
+	for (uint64_t done = 0; done < len && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); done += AHEAD_PIECE)
+		(void)posix_fadvise(fd, (off_t)(offset + done), (off_t)(len - done < AHEAD_PIECE ? len - done : AHEAD_PIECE),
+				    POSIX_FADV_WILLNEED);
+}
+
 static void *ahead_loop(void *arg)
 {
 	(void)arg;
@@ -158,11 +167,7 @@ static void *ahead_loop(void *arg)
 		ahead_busy = a.key;
 		__atomic_store_n(&ahead_cancel, 0, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&ahead_lock);
-		for (uint64_t done = 0; done < a.len && !__atomic_load_n(&ahead_cancel, __ATOMIC_RELAXED);
-		     done += AHEAD_PIECE)
-			(void)posix_fadvise(a.fd, (off_t)(a.offset + done),
-					    (off_t)(a.len - done < AHEAD_PIECE ? a.len - done : AHEAD_PIECE),
-					    POSIX_FADV_WILLNEED);
+		gpu_file_willneed(a.fd, a.offset, a.len, &ahead_cancel);
 		pthread_mutex_lock(&ahead_lock);
 		ahead_busy = NULL;
 		pthread_cond_broadcast(&ahead_done_cv);

@@ -151,6 +151,9 @@ GAIA_HIDDEN void gpu_front_forget(const void *key);
  * every lock; not waited for); false when it cannot be (the queue is
  * full, no thread). fd stays open until gpu_front_forget(key) returns. */
 GAIA_HIDDEN bool gpu_file_ahead(const void *key, int fd, uint64_t offset, size_t n);
+/* The same, asked now by the calling thread (POSIX_FADV_WILLNEED in pieces
+ * the kernel reads whole), until *stop (when given) is set. */
+GAIA_HIDDEN void gpu_file_willneed(int fd, uint64_t offset, uint64_t len, const int *stop);
 /* Units of r kernels faulted on (learned, one of `units` per unit, or
  * NULL) or that lie in a window prefetched ahead of the fault front that
  * a kernel read through (it faulted on the window's holes): a unit the

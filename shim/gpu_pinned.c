@@ -144,19 +144,13 @@ size_t gpu_device_total_bytes(void)
 /* Before the registration pins m (research/gpu_ondemand.md §4.3, Z):
  * the page cache is filled in chunks of the GPU window, each read ahead
  * while the one before it is populated, where the driver's pin would fault
- * the pages in one read-around at a time. A WILLNEED reads no more than
- * the device's readahead maximum per call (128 KiB by default), so a chunk
- * is asked for in pieces of that size. The registration still pins every
+ * the pages in one read-around at a time. The registration still pins every
  * page; a chunk that cannot be populated (a kernel before
  * MADV_POPULATE_READ, an I/O error, the file shorter than the mapping)
  * ends this, and the registration meets what remains. */
-#define WILLNEED_PIECE (128u << 10)
-
 static void read_ahead(const struct gaia_mapping *m, size_t at, size_t n)
 {
-	for (size_t done = 0; done < n; done += WILLNEED_PIECE)
-		(void)posix_fadvise(m->fd, (off_t)(m->offset + at + done),
-				    (off_t)(n - done < WILLNEED_PIECE ? n - done : WILLNEED_PIECE), POSIX_FADV_WILLNEED);
+	gpu_file_willneed(m->fd, (uint64_t)m->offset + at, n, NULL);
 }
 
 static void populate_in_chunks(const struct gaia_mapping *m)
